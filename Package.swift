@@ -1,0 +1,50 @@
+// swift-tools-version: 6.1
+//
+// ConcurrencyKit: locks and boxes, a priority-ordered thread-safe value, an operation-queue manager with retries,
+// a short GCD vocabulary and callback routing, in five library modules over one shared base.
+//
+// The library depends on no package. Benchmarks live in the separate package under `Benchmarks/`.
+
+import PackageDescription
+
+/// Settings applied to every target, so that every module is held to the same language rules.
+let swiftSettings: [SwiftSetting] = [
+    .swiftLanguageMode(.v6),
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("InferIsolatedConformances"),
+]
+
+/// The four modules that stand on `AtomicPrimitives` and re-export it.
+let upperModules = ["SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
+
+let package = Package(
+    name: "ConcurrencyKit",
+    platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
+    products: [
+        .library(name: "AtomicPrimitives", targets: ["AtomicPrimitives"]),
+        .library(name: "SafeValueCore", targets: ["SafeValueCore"]),
+        .library(name: "OperationQueuing", targets: ["OperationQueuing"]),
+        .library(name: "DispatchKit", targets: ["DispatchKit"]),
+        .library(name: "CallbackRouting", targets: ["CallbackRouting"]),
+        .library(name: "ConcurrencyKit", targets: ["ConcurrencyKit"]),
+    ],
+    targets: [
+        .target(name: "AtomicPrimitives", swiftSettings: swiftSettings),
+        .target(
+            name: "ConcurrencyKit",
+            dependencies: ["AtomicPrimitives"] + upperModules.map { .target(name: $0) },
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "ConcurrencyKitDemo",
+            dependencies: ["ConcurrencyKit"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "AtomicPrimitivesTests",
+            dependencies: ["AtomicPrimitives"],
+            swiftSettings: swiftSettings
+        ),
+    ]
+        + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
+)

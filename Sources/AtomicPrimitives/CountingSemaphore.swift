@@ -1,0 +1,144 @@
+import Dispatch
+
+/// A counting semaphore: a number of resources that threads take with ``wait()`` and give back with ``signal()``.
+///
+/// One type serves all three ways semaphores are used:
+/// - ``Kind/binary`` starts with one resource: a lock that any thread may release.
+/// - ``Kind/barrier`` starts with none: ``wait()`` blocks until another thread calls ``signal()``. This is the
+///   default, and what Queuer's `Semaphore` was.
+/// - ``Kind/counting(_:)`` starts with `n`: at most `n` threads are inside ``perform(_:)`` at once.
+///
+/// ```swift
+/// let done = CountingSemaphore()  // .barrier
+/// DispatchQueue.global().async {
+///     work()
+///     done.signal()
+/// }
+/// if done.wait(.now() + .seconds(5)) == .timedOut { print("still working") }
+/// ```
+///
+/// Unlike a bare `DispatchSemaphore`, releasing a `CountingSemaphore` is safe in any state, also while some of its
+/// resources are taken. Its waits are visible to ThreadSanitizer.
+///
+/// > Note: ``signal()`` and ``continue()`` return a value. In a closure whose last expression is such a call, and
+/// > whose type must be `() -> Void`, write `_ = semaphore.signal()`.
+public final class CountingSemaphore {
+    /// How many resources a new semaphore has.
+    public enum Kind: Sendable, Hashable {
+        /// One resource: the first ``CountingSemaphore/wait()`` passes, the next waits for a signal.
+        case binary
+        /// No resources: every ``CountingSemaphore/wait()`` waits for a signal.
+        case barrier
+        /// `n` resources, where `n` is 0 or more.
+        case counting(Int)
+
+        var resources: Int {
+            switch self {
+            case .binary: 1
+            case .barrier: 0
+            case .counting(let count): count
+            }
+        }
+    }
+
+    private let core = LockCore()
+    private let condition = ConditionCore()
+    // Safety: `available` and `waiters` are only read or written while `core` is locked.
+    private var available: Int
+    private var waiters = 0
+
+    /// Creates a semaphore of the given kind.
+    ///
+    /// - Parameter kind: How many resources it starts with; ``Kind/barrier`` (none) unless you say otherwise.
+    /// - Precondition: A ``Kind/counting(_:)`` count is 0 or more.
+    public init(_ kind: Kind = .barrier) {
+        precondition(
+            kind.resources >= 0,
+            "CountingSemaphore: resources must be 0 or more, got \(kind.resources) (from \(kind))"
+        )
+        self.available = kind.resources
+    }
+
+    /// Creates a semaphore with `resources` resources; the same as `init(.counting(resources))`.
+    ///
+    /// - Parameter resources: How many threads may pass ``wait()`` before one has to wait; 0 or more.
+    /// - Precondition: `resources` is 0 or more.
+    public convenience init(resources: Int) {
+        self.init(.counting(resources))
+    }
+
+    /// Takes a resource, waiting for as long as it takes for one to be free.
+    public func wait() {
+        _ = self.wait(untilUptimeNanoseconds: .max)
+    }
+
+    /// Takes a resource, waiting until `timeout` at the latest.
+    ///
+    /// - Parameter timeout: The latest time to give up; `.now()` only takes a resource that is free right away.
+    /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
+    public func wait(_ timeout: DispatchTime) -> DispatchTimeoutResult {
+        self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
+    }
+
+    /// Gives a resource back, waking one waiting thread if there is one.
+    ///
+    /// Signals beyond the starting count add resources, as with `DispatchSemaphore`.
+    /// - Returns: Non-zero if a waiting thread was woken, 0 otherwise.
+    @discardableResult
+    public func signal() -> Int {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        self.available += 1
+        guard self.waiters > 0 else { return 0 }
+        self.condition.signal()
+        return 1
+    }
+
+    /// Gives a resource back: Queuer's name for ``signal()``.
+    ///
+    /// - Returns: Non-zero if a waiting thread was woken, 0 otherwise.
+    @discardableResult
+    public func `continue`() -> Int {
+        self.signal()
+    }
+
+    /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
+    ///
+    /// - Parameter body: Runs on the calling thread once a resource is taken.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws.
+    @discardableResult
+    public func perform<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        self.wait()
+        defer { self.signal() }
+        return try body()
+    }
+
+    /// How many threads are blocked in `wait` right now; for tests that need to know a waiter is parked.
+    package var waitingThreadCount: Int {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        return self.waiters
+    }
+
+    private func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        self.waiters += 1
+        defer { self.waiters -= 1 }
+        while self.available == 0 {
+            if !self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline) && self.available == 0 {
+                return false
+            }
+        }
+        self.available -= 1
+        return true
+    }
+
+    private static func trapReentry() -> Never {
+        preconditionFailure("CountingSemaphore: internal lock re-entered; this is a bug in ConcurrencyKit.")
+    }
+}
+
+// Safety: `available` and `waiters` are only touched while `core` is locked.
+extension CountingSemaphore: @unchecked Sendable {}

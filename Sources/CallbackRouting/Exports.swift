@@ -1,0 +1,2 @@
+// Depending on CallbackRouting alone gives the whole of AtomicPrimitives too.
+@_exported import AtomicPrimitives

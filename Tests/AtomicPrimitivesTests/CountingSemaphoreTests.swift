@@ -1,0 +1,120 @@
+import AtomicPrimitives
+import Dispatch
+import Foundation
+import Testing
+
+/// Waits, for at most ten seconds, until `semaphore` has `count` parked waiters.
+private func waitForWaiters(_ semaphore: CountingSemaphore, count: Int) -> Bool {
+    let limit = deadline()
+    while semaphore.waitingThreadCount < count {
+        if DispatchTime.now() > limit { return false }
+        Thread.sleep(forTimeInterval: 0.000_1)  // polling for a parked waiter, not a proof
+    }
+    return true
+}
+
+@Suite("CountingSemaphore", .timeLimit(.minutes(1)))
+struct CountingSemaphoreTests {
+    @Test(
+        "perform admits exactly as many threads as the semaphore has resources",
+        arguments: [CountingSemaphore.Kind.binary, .counting(2), .counting(3)]
+    )
+    func admitsItsResourceCount(kind: CountingSemaphore.Kind) {
+        let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
+        let semaphore = CountingSemaphore(kind)
+        let inside = AtomicBox(0)
+        let most = AtomicBox(0)
+        let finished = runOnThreads(resources + 2) { _ in
+            for _ in 0..<200 {
+                semaphore.perform {
+                    let now = inside.mutate { value -> Int in
+                        value += 1
+                        return value
+                    }
+                    most.mutate { $0 = max($0, now) }
+                    inside.mutate { $0 -= 1 }
+                }
+            }
+        }
+        #expect(finished)
+        #expect(most.value <= resources)
+        #expect(most.value >= 1)
+    }
+
+    @Test("counting(n) lets n waits pass at once, and the next one wait")
+    func countingPassesN() {
+        let semaphore = CountingSemaphore(resources: 3)
+        for _ in 0..<3 {
+            #expect(semaphore.wait(.now()) == .success)
+        }
+        #expect(semaphore.wait(.now()) == .timedOut)
+    }
+
+    @Test("a barrier blocks until another thread signals")
+    func barrierBlocksUntilSignal() {
+        let barrier = CountingSemaphore()
+        let passed = DispatchSemaphore(value: 0)
+        onNewThread {
+            barrier.wait()
+            passed.signal()
+        }
+        #expect(waitForWaiters(barrier, count: 1))
+        #expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+        #expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
+        #expect(passed.wait(timeout: deadline()) == .success)
+    }
+
+    @Test("signal and continue return 0 when nobody waits, and add a resource")
+    func signalWithoutWaiters() {
+        let semaphore = CountingSemaphore(.barrier)
+        #expect(semaphore.signal() == 0)
+        #expect(semaphore.continue() == 0)
+        #expect(semaphore.wait(.now()) == .success)
+        #expect(semaphore.wait(.now()) == .success)
+        #expect(semaphore.wait(.now()) == .timedOut)
+    }
+
+    @Test("wait with a timeout returns .timedOut no earlier than the deadline")
+    func waitTimesOut() {
+        let semaphore = CountingSemaphore()
+        let start = DispatchTime.now()
+        #expect(semaphore.wait(.now() + .milliseconds(30)) == .timedOut)
+        #expect(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds >= 30_000_000)
+    }
+
+    @Test("perform gives the resource back when its body throws")
+    func performSignalsOnThrow() {
+        struct Boom: Error {}
+        let semaphore = CountingSemaphore(.binary)
+        #expect(throws: Boom.self) {
+            try semaphore.perform { throw Boom() }
+        }
+        #expect(semaphore.wait(.now()) == .success, "the resource was given back after the throw")
+        #expect(semaphore.wait(.now()) == .timedOut, "and only that one resource")
+        semaphore.signal()
+        #expect(semaphore.perform { 7 } == 7)
+        #expect(semaphore.wait(.now()) == .success, "perform gave its resource back after returning")
+    }
+
+    @Test("releasing a semaphore whose resources are taken is safe")
+    func releaseWhileTaken() async {
+        await #expect(processExitsWith: .success) {
+            for kind in [CountingSemaphore.Kind.binary, .counting(2)] {
+                let semaphore = CountingSemaphore(kind)
+                semaphore.wait()
+            }
+        }
+    }
+
+    @Test("a negative resource count traps with a message naming the value")
+    func negativeCountTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = CountingSemaphore(resources: -2)
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("-2"))
+        await #expect(processExitsWith: .failure) {
+            _ = CountingSemaphore(.counting(-1))
+        }
+    }
+}

@@ -1,0 +1,110 @@
+import AtomicPrimitives
+import Dispatch
+import Testing
+
+@Suite("MutexLock", .timeLimit(.minutes(1)))
+struct MutexLockTests {
+    @Test("a second thread cannot take the lock until the holder releases it")
+    func exclusion() {
+        let lock = MutexLock()
+        let acquired = DispatchSemaphore(value: 0)
+        lock.lock()
+        onNewThread {
+            lock.lock()
+            acquired.signal()
+            lock.unlock()
+        }
+        // The other thread is blocked on the lock: it cannot signal while we hold it.
+        #expect(acquired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+        lock.unlock()
+        #expect(acquired.wait(timeout: deadline()) == .success)
+    }
+
+    @Test("withLock loses no update with one thread per core incrementing")
+    func noLostUpdates() {
+        let lock = MutexLock()
+        nonisolated(unsafe) var counter = 0  // guarded by `lock`
+        let perThread = 20_000
+        let finished = runOnThreads(contendingThreads) { _ in
+            for _ in 0..<perThread {
+                lock.withLock { counter += 1 }
+            }
+        }
+        #expect(finished)
+        #expect(lock.withLock { counter } == contendingThreads * perThread)
+    }
+
+    @Test("tryLock fails while another thread holds the lock and succeeds once it is free")
+    func tryLock() {
+        let lock = MutexLock()
+        let held = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let released = DispatchSemaphore(value: 0)
+        onNewThread {
+            lock.lock()
+            held.signal()
+            _ = release.wait(timeout: deadline())
+            lock.unlock()
+            released.signal()
+        }
+        #expect(held.wait(timeout: deadline()) == .success)
+        #expect(lock.tryLock() == false)
+        release.signal()
+        #expect(released.wait(timeout: deadline()) == .success)
+        #expect(lock.tryLock() == true)
+        #expect(lock.tryLock() == false, "the holder's own tryLock fails rather than recursing")
+        lock.unlock()
+    }
+
+    @Test("withLock returns the body's result and releases the lock when the body throws")
+    func withLockResultAndThrow() {
+        struct Boom: Error {}
+        let lock = MutexLock()
+        #expect(lock.withLock { 41 + 1 } == 42)
+        #expect(throws: Boom.self) {
+            try lock.withLock { throw Boom() }
+        }
+        #expect(lock.tryLock(), "the lock was released after the throw")
+        lock.unlock()
+    }
+
+    @Test("releasing a lock that is still held is safe")
+    func releaseWhileHeld() {
+        weak var weakLock: MutexLock?
+        do {
+            let lock = MutexLock()
+            weakLock = lock
+            lock.lock()
+        }
+        #expect(weakLock == nil)
+    }
+
+    @Test("locking again on the holding thread traps with a message naming MutexLock")
+    func relockTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let lock = MutexLock()
+            lock.lock()
+            lock.lock()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("MutexLock"))
+        #expect(stderr.contains("not recursive"))
+    }
+
+    @Test("withLock inside withLock traps instead of deadlocking")
+    func nestedWithLockTraps() async {
+        await #expect(processExitsWith: .failure) {
+            let lock = MutexLock()
+            lock.withLock { lock.withLock {} }
+        }
+    }
+
+    @Test("unlocking a lock the thread does not hold traps")
+    func foreignUnlockTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            MutexLock().unlock()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("does not hold"))
+    }
+}

@@ -1,0 +1,39 @@
+import Dispatch
+import Foundation
+
+/// How many threads contention tests start: one per core, and at least two.
+let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+
+/// A deadline `seconds` from now, for every wait in the suite: a deadlock fails a test instead of hanging it.
+func deadline(_ seconds: Int = 10) -> DispatchTime {
+    .now() + .seconds(seconds)
+}
+
+/// Runs `body(index)` on `count` dedicated threads released together, and waits until all of them returned.
+///
+/// - Returns: `false` if they had not all returned within `seconds`.
+@discardableResult
+func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
+    let finished = DispatchGroup()
+    let start = DispatchSemaphore(value: 0)
+    for index in 0..<count {
+        finished.enter()
+        Thread.detachNewThread {
+            start.wait()
+            body(index)
+            finished.leave()
+        }
+    }
+    for _ in 0..<count { start.signal() }
+    return finished.wait(timeout: deadline(seconds)) == .success
+}
+
+/// Runs `body` on one new thread and returns at once.
+func onNewThread(_ body: @escaping @Sendable () -> Void) {
+    Thread.detachNewThread(body)
+}
+
+/// Bytes a child process wrote to standard error, as text.
+func text(_ bytes: [UInt8]?) -> String {
+    String(decoding: bytes ?? [], as: UTF8.self)
+}
