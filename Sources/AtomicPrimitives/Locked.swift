@@ -28,7 +28,9 @@ public struct Locked<Value> {
         self.projectedValue = AtomicBox(wrappedValue)
     }
 
-    /// A copy of the value, read under the lock. To change it, use `$name.mutate { ... }`.
+    /// A copy of the value, read under the lock.
+    ///
+    /// To change it, use `$name.mutate { ... }`.
     @inlinable
     public var wrappedValue: Value {
         self.projectedValue.value

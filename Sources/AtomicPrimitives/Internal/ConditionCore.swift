@@ -1,3 +1,5 @@
+import Dispatch
+
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #elseif canImport(Musl)
@@ -7,8 +9,6 @@ import Darwin
 #else
 #error("AtomicPrimitives could not identify your C library.")
 #endif
-
-import Dispatch
 
 /// A heap-allocated `pthread_cond_t` for ``CountingSemaphore``, timed against the monotonic clock.
 package struct ConditionCore: ~Copyable {
@@ -44,8 +44,7 @@ package struct ConditionCore: ~Copyable {
     }
 
     /// Waits for a signal, releasing `mutex` meanwhile; `false` if `deadline` (uptime nanoseconds) passed first.
-    func wait(releasing mutex: UnsafeMutablePointer<pthread_mutex_t>, untilUptimeNanoseconds deadline: UInt64) -> Bool
-    {
+    func wait(releasing mutex: UnsafeMutablePointer<pthread_mutex_t>, untilUptimeNanoseconds deadline: UInt64) -> Bool {
         guard deadline != .max else {
             let result = pthread_cond_wait(self.condition, mutex)
             precondition(result == 0, "pthread_cond_wait failed with error \(result)")

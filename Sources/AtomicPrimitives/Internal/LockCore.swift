@@ -1,3 +1,5 @@
+import Synchronization
+
 #if canImport(Glibc)
 @preconcurrency import Glibc
 #elseif canImport(Musl)
@@ -7,8 +9,6 @@ import Darwin
 #else
 #error("AtomicPrimitives could not identify your C library.")
 #endif
-
-import Synchronization
 
 /// A number that identifies the calling thread, never 0, stable for the thread's lifetime.
 @inlinable
@@ -25,10 +25,10 @@ package func currentThreadID() -> UInt {
 /// The mutex behind ``MutexLock`` and ``AtomicBox``: a heap-allocated `pthread_mutex_t` and its owner.
 ///
 /// The mutex lives at a stable heap address (never `&self.storedMutex`, which is valid for one call only). The owner
-/// is recorded after locking and cleared before unlocking, with relaxed atomics: on the uncontended path that costs
-/// one store each way. It is consulted only when a try-lock fails, to tell re-entry (a deadlock waiting to happen,
-/// reported as a trap) from contention. The owner can only equal the caller's thread ID if the caller stored it, so
-/// the check needs no ordering.
+/// is recorded after locking and cleared before unlocking, with relaxed atomics: one load and one store to lock, one
+/// store to unlock. Before locking, the owner is compared with the caller's thread ID, so that re-entry (a deadlock
+/// waiting to happen) becomes a trap. The owner can only equal the caller's ID if the caller itself stored it and has
+/// not unlocked since, so the check needs no memory ordering.
 @usableFromInline
 package struct LockCore: ~Copyable {
     @usableFromInline
@@ -62,15 +62,11 @@ package struct LockCore: ~Copyable {
     @inlinable
     package func lock(onReentry: () -> Never) {
         let thread = currentThreadID()
-        let attempt = pthread_mutex_trylock(self.mutex)
-        if attempt != 0 {
-            precondition(attempt == EBUSY, "pthread_mutex_trylock failed with error \(attempt)")
-            if self.owner.load(ordering: .relaxed) == thread {
-                onReentry()
-            }
-            let result = pthread_mutex_lock(self.mutex)
-            precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
+        if self.owner.load(ordering: .relaxed) == thread {
+            onReentry()
         }
+        let result = pthread_mutex_lock(self.mutex)
+        precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
         self.owner.store(thread, ordering: .relaxed)
     }
 
@@ -114,7 +110,9 @@ package struct LockCore: ~Copyable {
 
     /// Releases the mutex while waiting on `condition`, and holds it again on return.
     ///
-    /// - Parameter deadline: a `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
+    /// - Parameters:
+    ///   - condition: The condition to wait on.
+    ///   - deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
     /// - Returns: `false` if the deadline passed, `true` if the condition was signalled (or woke spuriously).
     package func wait(on condition: borrowing ConditionCore, untilUptimeNanoseconds deadline: UInt64) -> Bool {
         let thread = self.owner.load(ordering: .relaxed)

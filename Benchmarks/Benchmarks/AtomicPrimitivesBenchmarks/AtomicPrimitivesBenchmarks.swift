@@ -1,0 +1,172 @@
+// AtomicPrimitives against its baselines, measured in the same process: a heap-allocated pthread_mutex_t,
+// Synchronization.Mutex, NSLock and DispatchQueue.sync. Every benchmark does the same work: increment (or read) an
+// Int under the lock, 1,000 times per measured iteration; `make bench` turns the results into ratios.
+
+import AtomicPrimitives
+import Benchmark
+import Dispatch
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An Int guarded by a bare heap-allocated pthread mutex: the baseline everything is compared with.
+final class RawMutexCounter: @unchecked Sendable {  // Safety: `value` is only touched while `mutex` is held.
+    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    var value = 0
+
+    init() { pthread_mutex_init(mutex, nil) }
+
+    deinit {
+        pthread_mutex_destroy(mutex)
+        mutex.deallocate()
+    }
+
+    @inline(__always) func increment() {
+        pthread_mutex_lock(mutex)
+        value &+= 1
+        pthread_mutex_unlock(mutex)
+    }
+
+    @inline(__always) func read() -> Int {
+        pthread_mutex_lock(mutex)
+        defer { pthread_mutex_unlock(mutex) }
+        return value
+    }
+}
+
+/// An Int guarded by one of our `MutexLock`s, written exactly like `RawMutexCounter`.
+final class MutexLockCounter: @unchecked Sendable {  // Safety: `value` is only touched while `lock` is held.
+    let lock = MutexLock()
+    var value = 0
+
+    @inline(__always) func increment() { lock.withLock { value &+= 1 } }
+}
+
+/// An Int guarded by an `NSLock`.
+final class NSLockCounter: @unchecked Sendable {  // Safety: `value` is only touched while `lock` is held.
+    let lock = NSLock()
+    var value = 0
+
+    @inline(__always) func increment() {
+        lock.lock()
+        value &+= 1
+        lock.unlock()
+    }
+}
+
+/// An Int confined to a serial `DispatchQueue`.
+final class QueueCounter: @unchecked Sendable {  // Safety: `value` is only touched on `queue`.
+    let queue = DispatchQueue(label: "bench.counter")
+    var value = 0
+
+    @inline(__always) func increment() { queue.sync { value &+= 1 } }
+}
+
+var uncontended: Benchmark.Configuration {
+    .init(
+        metrics: [.wallClock, .mallocCountTotal],
+        scalingFactor: .kilo,
+        maxDuration: .seconds(1),
+        maxIterations: 100_000
+    )
+}
+
+var twoThreads: Benchmark.Configuration {
+    .init(metrics: [.wallClock], scalingFactor: .kilo, maxDuration: .seconds(2), maxIterations: 10_000)
+}
+
+/// Runs `operation` `perIteration` times on the benchmark thread and on a second thread at once.
+@inline(__always)
+func onTwoThreads(_ perIteration: Int, _ operation: @escaping @Sendable () -> Void) {
+    let helper = DispatchGroup()
+    DispatchQueue.global().async(group: helper) {
+        for _ in 0..<perIteration { operation() }
+    }
+    for _ in 0..<perIteration { operation() }
+    helper.wait()
+}
+
+let benchmarks: @Sendable () -> Void = {
+    // Uncontended increments.
+    Benchmark("baseline pthread_mutex increment", configuration: uncontended) { benchmark in
+        let counter = RawMutexCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("baseline Synchronization.Mutex increment", configuration: uncontended) { benchmark in
+        let counter = Mutex(0)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { counter.withLock { $0 &+= 1 } }
+        blackHole(counter.withLock { $0 })
+    }
+    Benchmark("baseline NSLock increment", configuration: uncontended) { benchmark in
+        let counter = NSLockCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("baseline DispatchQueue.sync increment", configuration: uncontended) { benchmark in
+        let counter = QueueCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("MutexLock.withLock increment", configuration: uncontended) { benchmark in
+        let counter = MutexLockCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("AtomicBox.mutate increment", configuration: uncontended) { benchmark in
+        let box = AtomicBox(0)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { box.mutate { $0 &+= 1 } }
+        blackHole(box.value)
+    }
+
+    // Uncontended reads.
+    Benchmark("baseline pthread_mutex read", configuration: uncontended) { benchmark in
+        let counter = RawMutexCounter()
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(counter.read()) }
+    }
+    Benchmark("AtomicBox.value read", configuration: uncontended) { benchmark in
+        let box = AtomicBox(0)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations { blackHole(box.value) }
+    }
+
+    // Two threads contending for one lock.
+    Benchmark("baseline pthread_mutex increment 2 threads", configuration: twoThreads) { benchmark in
+        let counter = RawMutexCounter()
+        benchmark.startMeasurement()
+        onTwoThreads(benchmark.scaledIterations.count) { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("baseline Synchronization.Mutex increment 2 threads", configuration: twoThreads) { benchmark in
+        let counter = Mutex(0)
+        benchmark.startMeasurement()
+        onTwoThreads(benchmark.scaledIterations.count) { counter.withLock { $0 &+= 1 } }
+        blackHole(counter.withLock { $0 })
+    }
+    Benchmark("MutexLock.withLock increment 2 threads", configuration: twoThreads) { benchmark in
+        let counter = MutexLockCounter()
+        benchmark.startMeasurement()
+        onTwoThreads(benchmark.scaledIterations.count) { counter.increment() }
+        blackHole(counter.value)
+    }
+    Benchmark("AtomicBox.mutate increment 2 threads", configuration: twoThreads) { benchmark in
+        let box = AtomicBox(0)
+        benchmark.startMeasurement()
+        onTwoThreads(benchmark.scaledIterations.count) { box.mutate { $0 &+= 1 } }
+        blackHole(box.value)
+    }
+}

@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Runs ConcurrencyKit's benchmarks several times and prints each result as a ratio to its same-run baseline.
+
+A single run's ratio moves by up to ±20% on a small VM, so every ratio is computed within one run (ours and its
+baseline measured in the same process) and the median over the runs is reported. With --check, exits 1 when a
+goal is missed. Goals are listed in GOALS below; each names two benchmarks by their exact names.
+"""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# (kind, ours, baseline or None, limit, note)
+#   "ratio":   p50 wall clock of ours / p50 of baseline <= limit
+#   "mallocs": p50 malloc count of ours per 1,000 operations <= limit
+GOALS = [
+    ("ratio", "MutexLock.withLock increment", "baseline pthread_mutex increment", 1.10, "uncontended"),
+    ("ratio", "MutexLock.withLock increment", "baseline Synchronization.Mutex increment", 1.35, "uncontended"),
+    ("ratio", "AtomicBox.mutate increment", "baseline pthread_mutex increment", 1.10, "uncontended"),
+    ("ratio", "AtomicBox.mutate increment", "baseline Synchronization.Mutex increment", 1.35, "uncontended"),
+    ("ratio", "AtomicBox.value read", "baseline pthread_mutex read", 1.10, "uncontended"),
+    ("ratio", "MutexLock.withLock increment", "baseline NSLock increment", None, "for information"),
+    ("ratio", "MutexLock.withLock increment", "baseline DispatchQueue.sync increment", None, "for information"),
+    ("ratio", "MutexLock.withLock increment 2 threads", "baseline pthread_mutex increment 2 threads", 1.20, ""),
+    ("ratio", "AtomicBox.mutate increment 2 threads", "baseline pthread_mutex increment 2 threads", 1.20, ""),
+    ("ratio", "MutexLock.withLock increment 2 threads", "baseline Synchronization.Mutex increment 2 threads", None,
+     "for information"),
+    ("mallocs", "MutexLock.withLock increment", None, 0, "per 1,000 operations"),
+    ("mallocs", "AtomicBox.mutate increment", None, 0, "per 1,000 operations"),
+    ("mallocs", "AtomicBox.value read", None, 0, "per 1,000 operations"),
+]
+
+METRICS = {"ratio": "Time(wallclock)", "mallocs": "Malloc(total)"}
+
+
+def run_once():
+    """One run of every benchmark target; returns {(metric, test): p50 value}."""
+    command = ["swift", "package", "--disable-sandbox", "benchmark", "--format", "influx", "--path", "stdout",
+               "--no-progress"]
+    output = subprocess.run(command, cwd=HERE, check=True, capture_output=True, text=True).stdout
+    results = {}
+    for line in output.splitlines():
+        fields = line.split(",")
+        # target,host,cpu,processors,memory,kernel,metric,unit,test,percentile,value,average,iterations,warmup,time
+        if len(fields) != 15 or fields[9] != "50.0":
+            continue
+        try:
+            results[(fields[6], fields[8])] = float(fields[10])
+        except ValueError:
+            continue
+    if not results:
+        sys.exit("bench: the benchmark run printed no results")
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--runs", type=int, default=int(os.environ.get("BENCH_RUNS", "3")))
+    parser.add_argument("--check", action="store_true", help="exit 1 when a goal is missed")
+    arguments = parser.parse_args()
+
+    runs = []
+    for index in range(arguments.runs):
+        print(f"bench: run {index + 1} of {arguments.runs}", file=sys.stderr, flush=True)
+        runs.append(run_once())
+
+    missed = []
+    print(f"{'measure':<92} {'median':>8} {'runs':>22} {'goal':>8}")
+    for kind, ours, baseline, limit, note in GOALS:
+        metric = METRICS[kind]
+        values = []
+        for results in runs:
+            if (metric, ours) not in results or (baseline and (metric, baseline) not in results):
+                sys.exit(f"bench: no result for {ours!r} or {baseline!r}")
+            value = results[(metric, ours)]
+            values.append(value / results[(metric, baseline)] if baseline else value)
+        median = statistics.median(values)
+        label = f"{ours} / {baseline}" if baseline else f"{ours}: mallocs"
+        if note:
+            label += f" ({note})"
+        shown = ", ".join(f"{value:.2f}" for value in values)
+        goal = "" if limit is None else (f"<= {limit:.2f}" if kind == "ratio" else f"<= {limit}")
+        status = ""
+        if limit is not None and median > limit:
+            status = "  MISSED"
+            missed.append(label)
+        print(f"{label:<92} {median:>8.2f} {shown:>22} {goal:>8}{status}")
+
+    if missed:
+        print(f"\nbench: {len(missed)} goal(s) missed", file=sys.stderr)
+        if arguments.check:
+            sys.exit(1)
+    else:
+        print("\nbench: every goal met")
+
+
+if __name__ == "__main__":
+    main()

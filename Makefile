@@ -1,0 +1,47 @@
+# ConcurrencyKit: `make demo` shows the toolkit working, `make test` is the full gate CI runs.
+SWIFT        ?= swift
+STRICT       := -Xswiftc -warnings-as-errors
+TSAN_SCRATCH := .build-tsan
+FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks
+
+.PHONY: all build test unit tsan demo bench bench-check docs lint format clean
+
+all: build
+
+## build: the library, demo and tests, with warnings as errors.
+build:
+	$(SWIFT) build $(STRICT) --build-tests
+
+## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer, the docs.
+test: lint build unit tsan docs
+
+unit:
+	$(SWIFT) test $(STRICT)
+
+tsan:
+	$(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+
+## demo: a tour of the toolkit at work.
+demo:
+	$(SWIFT) run ConcurrencyKitDemo
+
+## bench: the benchmarks, printed as ratios to their same-run baselines (median of several runs).
+bench:
+	python3 Benchmarks/ratios.py
+
+## bench-check: as bench, and exits non-zero when a goal is missed.
+bench-check:
+	python3 Benchmarks/ratios.py --check
+
+## docs: every DocC catalog, offline, warnings as errors.
+docs:
+	scripts/docs.sh
+
+lint:
+	$(SWIFT) format lint --strict --recursive $(FORMATTED)
+
+format:
+	$(SWIFT) format format --in-place --recursive $(FORMATTED)
+
+clean:
+	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build
