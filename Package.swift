@@ -17,6 +17,9 @@ let swiftSettings: [SwiftSetting] = [
 /// The four modules that stand on `AtomicPrimitives` and re-export it.
 let upperModules = ["SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
+/// The modules that have a test target, `Tests/<Module>Tests`.
+let testedModules = ["AtomicPrimitives", "CallbackRouting"]
+
 let package = Package(
     name: "ConcurrencyKit",
     platforms: [.macOS(.v15), .iOS(.v18), .tvOS(.v18), .watchOS(.v11), .visionOS(.v2)],
@@ -40,11 +43,14 @@ let package = Package(
             dependencies: ["ConcurrencyKit"],
             swiftSettings: swiftSettings
         ),
-        .testTarget(
-            name: "AtomicPrimitivesTests",
-            dependencies: ["AtomicPrimitives"],
-            swiftSettings: swiftSettings
-        ),
+        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
     ]
         + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
+        + testedModules.map {
+            .testTarget(
+                name: "\($0)Tests",
+                dependencies: [.target(name: $0), "TestSupport"],
+                swiftSettings: swiftSettings
+            )
+        }
 )

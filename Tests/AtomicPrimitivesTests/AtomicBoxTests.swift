@@ -1,5 +1,6 @@
 import AtomicPrimitives
 import Dispatch
+import TestSupport
 import Testing
 
 @Suite("AtomicBox", .timeLimit(.minutes(1)))

@@ -1,6 +1,7 @@
 import AtomicPrimitives
 import Dispatch
 import Foundation
+import TestSupport
 import Testing
 
 /// Waits, for at most ten seconds, until `semaphore` has `count` parked waiters.

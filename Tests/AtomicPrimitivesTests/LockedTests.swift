@@ -1,4 +1,5 @@
 import AtomicPrimitives
+import TestSupport
 import Testing
 
 /// A type as users write it: state in `@Locked` properties, `@unchecked Sendable` on that basis.

@@ -2,10 +2,10 @@ import Dispatch
 import Foundation
 
 /// How many threads contention tests start: one per core, and at least two.
-let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
+public let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
 
 /// A deadline `seconds` from now, for every wait in the suite: a deadlock fails a test instead of hanging it.
-func deadline(_ seconds: Int = 10) -> DispatchTime {
+public func deadline(_ seconds: Int = 10) -> DispatchTime {
     .now() + .seconds(seconds)
 }
 
@@ -13,7 +13,7 @@ func deadline(_ seconds: Int = 10) -> DispatchTime {
 ///
 /// - Returns: `false` if they had not all returned within `seconds`.
 @discardableResult
-func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
+public func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
     let finished = DispatchGroup()
     let start = DispatchSemaphore(value: 0)
     for index in 0..<count {
@@ -29,11 +29,24 @@ func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sendable (
 }
 
 /// Runs `body` on one new thread and returns at once.
-func onNewThread(_ body: @escaping @Sendable () -> Void) {
+public func onNewThread(_ body: @escaping @Sendable () -> Void) {
     Thread.detachNewThread(body)
 }
 
 /// Bytes a child process wrote to standard error, as text.
-func text(_ bytes: [UInt8]?) -> String {
+public func text(_ bytes: [UInt8]?) -> String {
     String(decoding: bytes ?? [], as: UTF8.self)
+}
+
+/// Runs `body` on the main queue and waits, for at most ten seconds, until it returned.
+///
+/// - Returns: `false` if `body` had not run within the deadline (the main queue is not being drained).
+@discardableResult
+public func onMainQueue(_ body: @escaping @Sendable () -> Void) -> Bool {
+    let done = DispatchSemaphore(value: 0)
+    DispatchQueue.main.async {
+        body()
+        done.signal()
+    }
+    return done.wait(timeout: deadline()) == .success
 }

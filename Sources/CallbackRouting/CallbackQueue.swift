@@ -1,0 +1,75 @@
+import Dispatch
+import Foundation
+
+/// Where a completion block runs: on the main queue, inline, on a dispatch queue or on an operation queue.
+///
+/// An API that takes a completion handler takes a `CallbackQueue` next to it, so that its callers decide where the
+/// handler runs instead of hopping again themselves:
+///
+/// ```swift
+/// func load(_ url: URL, callbackQueue: CallbackQueue = .mainCurrentOrAsync,
+///           completion: @escaping @Sendable (Data?) -> Void) {
+///     worker.async {
+///         let data = try? Data(contentsOf: url)
+///         callbackQueue.execute { completion(data) }
+///     }
+/// }
+/// ```
+///
+/// > Important: On Linux, blocks sent to the main queue run only while something drains it: `dispatchMain()`,
+/// > `RunLoop.main.run()`, or an `async` `main`. A command-line program that does none of these never runs the
+/// > ``mainAsync`` and ``mainCurrentOrAsync`` callbacks it hops to main.
+public enum CallbackQueue: Sendable {
+    /// Always sends the block to the main queue asynchronously, even when called on the main queue.
+    case mainAsync
+    /// Runs the block inline when called on the main queue with no earlier `mainCurrentOrAsync` block still waiting
+    /// there; otherwise sends it to the main queue asynchronously.
+    ///
+    /// "On the main queue" is decided by a queue-specific key, not by `Thread.isMainThread`, so it is right inside
+    /// `DispatchQueue.global().sync {}` called from the main thread and after `dispatchMain()`. Blocks keep their
+    /// order: a call on main while blocks it sent earlier are still queued there runs after them.
+    case mainCurrentOrAsync
+    /// Runs the block inline, on the caller's thread.
+    case untouch
+    /// Always sends the block to `queue` asynchronously, even when called on that queue.
+    case dispatch(DispatchQueue)
+    /// Adds the block to `queue` as an operation.
+    case operationQueue(OperationQueue)
+
+    /// Runs `block` on this route.
+    ///
+    /// - Parameter block: The callback; which thread and queue it runs on is the case's to say.
+    public func execute(_ block: @escaping @Sendable () -> Void) {
+        switch self {
+        case .mainAsync:
+            DispatchQueue.main.async(execute: block)
+        case .mainCurrentOrAsync:
+            MainQueueHops.runInlineOrHop(block)
+        case .untouch:
+            block()
+        case .dispatch(let queue):
+            queue.async(execute: block)
+        case .operationQueue(let queue):
+            queue.addOperation(block)
+        }
+    }
+
+    /// The dispatch queue blocks run on: main for the main routes, `queue` for ``dispatch(_:)``, the operation
+    /// queue's `underlyingQueue` for ``operationQueue(_:)``, and `nil` for ``untouch``.
+    public var queue: DispatchQueue? {
+        switch self {
+        case .mainAsync, .mainCurrentOrAsync: .main
+        case .untouch: nil
+        case .dispatch(let queue): queue
+        case .operationQueue(let queue): queue.underlyingQueue
+        }
+    }
+
+    /// Whether the caller is running on the main queue, decided the way ``mainCurrentOrAsync`` decides it.
+    ///
+    /// This reads a queue-specific key set on the main queue, a few nanoseconds; `Thread.isMainThread` asks the
+    /// kernel on Linux and is wrong inside `DispatchQueue.global().sync {}` called from the main thread.
+    public static var isOnMainQueue: Bool {
+        MainQueue.isCurrent
+    }
+}

@@ -1,0 +1,94 @@
+/// A thread-safe multicast: values sent from any thread reach every subscriber, each on its own ``CallbackQueue``.
+///
+/// `CallbackSubject` is what a Combine `PassthroughSubject` is for, without Combine (which Linux does not have):
+///
+/// ```swift
+/// let progress = CallbackSubject<Double, Never>()
+/// let subscription = progress.subscribe(on: .mainAsync) { fraction in
+///     print("downloaded \(Int(fraction * 100))%")
+/// }
+/// progress.send(0.5)
+/// progress.send(completion: .finished)
+/// ```
+///
+/// Guarantees:
+/// - Calls to one subscriber never overlap and follow send order, whatever its route.
+/// - With ``CallbackQueue/untouch`` and one sending thread, a value is delivered before ``send(_:)`` returns. A value
+///   sent from inside a subscriber's own callback reaches that subscriber after the callback returns.
+/// - After ``send(completion:)``, later sends are ignored, ``subscriberCount`` is 0, and a new subscriber receives
+///   the completion at once (before ``subscribe(on:receiveValue:receiveCompletion:)`` returns, on `untouch`).
+/// - No subscriber is called while the subject's lock is held, so a callback may send, subscribe or cancel.
+public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
+    private struct State {
+        var subscribers: [SubjectSubscriber<Output, Failure>] = []
+        var completion: SubjectCompletion<Failure>?
+    }
+
+    private let state = AtomicBox(State())
+
+    /// Creates a subject with no subscribers.
+    public init() {}
+
+    /// How many subscribers receive values now; 0 after a completion.
+    public var subscriberCount: Int {
+        self.state.value.subscribers.count
+    }
+
+    /// Adds a subscriber that receives values and the completion on `queue`.
+    ///
+    /// - Parameters:
+    ///   - queue: Where the callbacks run; inline on the sending thread (``CallbackQueue/untouch``) unless you say
+    ///     otherwise.
+    ///   - receiveValue: Called with each value sent after this subscription.
+    ///   - receiveCompletion: Called once with the completion.
+    /// - Returns: The subscription. Delivery stops when it is cancelled or released, so keep it.
+    public func subscribe(
+        on queue: CallbackQueue = .untouch,
+        receiveValue: @escaping @Sendable (Output) -> Void,
+        receiveCompletion: @escaping @Sendable (SubjectCompletion<Failure>) -> Void = { _ in }
+    ) -> CallbackSubscription {
+        let subscriber = SubjectSubscriber(
+            route: queue,
+            receiveValue: receiveValue,
+            receiveCompletion: receiveCompletion
+        )
+        let completion = self.state.mutate { state -> SubjectCompletion<Failure>? in
+            if state.completion == nil {
+                state.subscribers.append(subscriber)
+            }
+            return state.completion
+        }
+        if let completion {
+            subscriber.receive(.completion(completion))
+        }
+        return CallbackSubscription { [weak self] in
+            subscriber.close()
+            self?.state.mutate { state in state.subscribers.removeAll { $0 === subscriber } }
+        }
+    }
+
+    /// Sends `value` to every current subscriber; ignored after a completion.
+    ///
+    /// - Parameter value: The value; each subscriber receives it on its own queue.
+    public func send(_ value: Output) {
+        let subscribers = self.state.value.subscribers
+        for subscriber in subscribers {
+            subscriber.receive(.value(value))
+        }
+    }
+
+    /// Ends the subject: every subscriber receives `completion`, and later sends are ignored.
+    ///
+    /// - Parameter completion: `.finished`, or `.failure(error)`. A second completion is ignored.
+    public func send(completion: SubjectCompletion<Failure>) {
+        let subscribers = self.state.mutate { state -> [SubjectSubscriber<Output, Failure>] in
+            guard state.completion == nil else { return [] }
+            state.completion = completion
+            defer { state.subscribers = [] }
+            return state.subscribers
+        }
+        for subscriber in subscribers {
+            subscriber.receive(.completion(completion))
+        }
+    }
+}

@@ -1,0 +1,180 @@
+import AtomicPrimitives
+import CallbackRouting
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+/// A serial queue that can tell whether the caller runs on it.
+private final class TaggedQueue: Sendable {
+    let queue: DispatchQueue
+    private let key = DispatchSpecificKey<Bool>()
+
+    init(_ label: String, attributes: DispatchQueue.Attributes = []) {
+        self.queue = DispatchQueue(label: label, attributes: attributes)
+        self.queue.setSpecific(key: self.key, value: true)
+    }
+
+    var isCurrent: Bool { DispatchQueue.getSpecific(key: self.key) == true }
+}
+
+@Suite("CallbackQueue", .timeLimit(.minutes(1)))
+struct CallbackQueueTests {
+    @Test("isOnMainQueue is true on the main queue only")
+    func isOnMainQueue() {
+        #expect(CallbackQueue.isOnMainQueue == false)
+        let onMain = AtomicBox<Bool?>(nil)
+        let insideGlobalSync = AtomicBox<Bool?>(nil)
+        #expect(
+            onMainQueue {
+                onMain.mutate { $0 = CallbackQueue.isOnMainQueue }
+                DispatchQueue.global().sync {
+                    insideGlobalSync.mutate { $0 = CallbackQueue.isOnMainQueue }
+                }
+            }
+        )
+        #expect(onMain.value == true)
+        #expect(insideGlobalSync.value == false, "main thread, but not the main queue")
+    }
+
+    @Test("mainAsync hops to main even when called on main")
+    func mainAsyncAlwaysHops() {
+        let ranInline = AtomicBox<Bool?>(nil)
+        let ranOnMain = AtomicBox<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        #expect(
+            onMainQueue {
+                let executed = AtomicBox(false)
+                CallbackQueue.mainAsync.execute {
+                    executed.mutate { $0 = true }
+                    ranOnMain.mutate { $0 = CallbackQueue.isOnMainQueue }
+                    done.signal()
+                }
+                ranInline.mutate { $0 = executed.value }
+            }
+        )
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(ranInline.value == false)
+        #expect(ranOnMain.value == true)
+    }
+
+    @Test("mainCurrentOrAsync runs inline on main")
+    func mainCurrentOrAsyncInlineOnMain() {
+        let ranInline = AtomicBox(false)
+        #expect(
+            onMainQueue {
+                let executed = AtomicBox(false)
+                CallbackQueue.mainCurrentOrAsync.execute { executed.mutate { $0 = true } }
+                ranInline.mutate { $0 = executed.value }
+            }
+        )
+        #expect(ranInline.value)
+    }
+
+    @Test("mainCurrentOrAsync hops to main from another thread")
+    func mainCurrentOrAsyncHopsFromElsewhere() {
+        let ranOnMain = AtomicBox<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        CallbackQueue.mainCurrentOrAsync.execute {
+            ranOnMain.mutate { $0 = CallbackQueue.isOnMainQueue }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(ranOnMain.value == true)
+    }
+
+    @Test("mainCurrentOrAsync hops inside DispatchQueue.global().sync called from main")
+    func mainCurrentOrAsyncInsideGlobalSync() {
+        let ranInline = AtomicBox<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        #expect(
+            onMainQueue {
+                DispatchQueue.global().sync {
+                    let executed = AtomicBox(false)
+                    CallbackQueue.mainCurrentOrAsync.execute {
+                        executed.mutate { $0 = true }
+                        done.signal()
+                    }
+                    ranInline.mutate { $0 = executed.value }
+                }
+            }
+        )
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(ranInline.value == false)
+    }
+
+    @Test("mainCurrentOrAsync on main runs after its own blocks still waiting on main")
+    func mainCurrentOrAsyncKeepsOrder() {
+        let order = AtomicBox<[String]>([])
+        let done = DispatchSemaphore(value: 0)
+        #expect(
+            onMainQueue {
+                // Sent from off the main queue: it hops and waits on main behind the block running now.
+                DispatchQueue.global().sync {
+                    CallbackQueue.mainCurrentOrAsync.execute { order.mutate { $0.append("first") } }
+                }
+                // On main, but "first" has not started: this one must not overtake it.
+                CallbackQueue.mainCurrentOrAsync.execute {
+                    order.mutate { $0.append("second") }
+                    done.signal()
+                }
+                order.mutate { $0.append("caller returned") }
+            }
+        )
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(order.value == ["caller returned", "first", "second"])
+    }
+
+    @Test("untouch runs inline on the caller's thread")
+    func untouchRunsInline() {
+        let caller = currentThreadID()
+        let sameThread = AtomicBox(false)
+        CallbackQueue.untouch.execute { sameThread.mutate { $0 = currentThreadID() == caller } }
+        #expect(sameThread.value)
+    }
+
+    @Test("dispatch(q) hops to q, also when called on q")
+    func dispatchAlwaysHops() {
+        let tagged = TaggedQueue("test.dispatch")
+        let ranInline = AtomicBox<Bool?>(nil)
+        let ranOnQueue = AtomicBox<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        tagged.queue.async {
+            let executed = AtomicBox(false)
+            CallbackQueue.dispatch(tagged.queue).execute {
+                executed.mutate { $0 = true }
+                ranOnQueue.mutate { $0 = tagged.isCurrent }
+                done.signal()
+            }
+            ranInline.mutate { $0 = executed.value }
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(ranInline.value == false)
+        #expect(ranOnQueue.value == true)
+    }
+
+    @Test("operationQueue(q) runs the block as an operation of q")
+    func operationQueueRunsOnQueue() {
+        let queue = OperationQueue()
+        let ranOnQueue = AtomicBox(false)
+        let done = DispatchSemaphore(value: 0)
+        CallbackQueue.operationQueue(queue).execute {
+            ranOnQueue.mutate { $0 = OperationQueue.current === queue }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(ranOnQueue.value)
+    }
+
+    @Test("queue names the dispatch queue each route runs on")
+    func queueProperty() {
+        let serial = DispatchQueue(label: "test.route")
+        let operations = OperationQueue()
+        operations.underlyingQueue = serial
+        #expect(CallbackQueue.mainAsync.queue?.label == DispatchQueue.main.label)
+        #expect(CallbackQueue.mainCurrentOrAsync.queue?.label == DispatchQueue.main.label)
+        #expect(CallbackQueue.untouch.queue == nil)
+        #expect(CallbackQueue.dispatch(serial).queue === serial)
+        #expect(CallbackQueue.operationQueue(operations).queue === serial)
+    }
+}
