@@ -5,6 +5,22 @@
 
 import PackageDescription
 
+/// One executable target per measured module: `Benchmarks/<Module>Benchmarks`.
+let measuredModules = ["AtomicPrimitives", "CallbackRouting"]
+
+let benchmarkTargets: [Target] = measuredModules.map { module in
+    .executableTarget(
+        name: "\(module)Benchmarks",
+        dependencies: [
+            .product(name: "Benchmark", package: "benchmark"),
+            .product(name: module, package: "ConcurrencyKit"),
+        ],
+        path: "Benchmarks/\(module)Benchmarks",
+        swiftSettings: [.swiftLanguageMode(.v6)],
+        plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+    )
+}
+
 let package = Package(
     name: "ConcurrencyKitBenchmarks",
     platforms: [.macOS(.v15)],
@@ -12,16 +28,5 @@ let package = Package(
         .package(name: "ConcurrencyKit", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
-    targets: [
-        .executableTarget(
-            name: "AtomicPrimitivesBenchmarks",
-            dependencies: [
-                .product(name: "Benchmark", package: "benchmark"),
-                .product(name: "AtomicPrimitives", package: "ConcurrencyKit"),
-            ],
-            path: "Benchmarks/AtomicPrimitivesBenchmarks",
-            swiftSettings: [.swiftLanguageMode(.v6)],
-            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
-        )
-    ]
+    targets: benchmarkTargets
 )

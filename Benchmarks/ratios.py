@@ -16,6 +16,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # (kind, ours, baseline or None, limit, note)
 #   "ratio":   p50 wall clock of ours / p50 of baseline <= limit
 #   "mallocs": p50 malloc count of ours per 1,000 operations <= limit
+#   "ns":      p50 wall clock of ours per operation, in nanoseconds, <= limit
+#   "over":    p50 wall clock of ours minus baseline, per operation, in nanoseconds, <= limit
 GOALS = [
     ("ratio", "MutexLock.withLock increment", "baseline pthread_mutex increment", 1.10, "uncontended"),
     ("ratio", "MutexLock.withLock increment", "baseline Synchronization.Mutex increment", 1.35, "uncontended"),
@@ -28,12 +30,18 @@ GOALS = [
     ("ratio", "AtomicBox.mutate increment 2 threads", "baseline pthread_mutex increment 2 threads", 1.20, ""),
     ("ratio", "MutexLock.withLock increment 2 threads", "baseline Synchronization.Mutex increment 2 threads", None,
      "for information"),
+    ("over", "CallbackQueue.untouch.execute", "baseline direct block call", 5, "ns per call"),
+    ("ns", "CallbackQueue.isOnMainQueue", None, 30, "ns per check"),
+    ("ns", "baseline Thread.isMainThread", None, None, "ns per check, for information"),
+    ("ratio", "CallbackQueue.isOnMainQueue", "baseline Thread.isMainThread", None, "for information"),
+    ("mallocs", "CallbackSubject.send to 10 untouch subscribers", None, 0, "per 1,000 sends"),
     ("mallocs", "MutexLock.withLock increment", None, 0, "per 1,000 operations"),
     ("mallocs", "AtomicBox.mutate increment", None, 0, "per 1,000 operations"),
     ("mallocs", "AtomicBox.value read", None, 0, "per 1,000 operations"),
 ]
 
-METRICS = {"ratio": "Time(wallclock)", "mallocs": "Malloc(total)"}
+METRICS = {"ratio": "Time(wallclock)", "mallocs": "Malloc(total)", "ns": "Time(wallclock)", "over": "Time(wallclock)"}
+OPERATIONS_PER_ITERATION = 1000
 
 
 def run_once():
@@ -76,13 +84,21 @@ def main():
             if (metric, ours) not in results or (baseline and (metric, baseline) not in results):
                 sys.exit(f"bench: no result for {ours!r} or {baseline!r}")
             value = results[(metric, ours)]
-            values.append(value / results[(metric, baseline)] if baseline else value)
+            if kind == "ratio":
+                values.append(value / results[(metric, baseline)])
+            elif kind == "over":
+                values.append((value - results[(metric, baseline)]) / OPERATIONS_PER_ITERATION)
+            elif kind == "ns":
+                values.append(value / OPERATIONS_PER_ITERATION)
+            else:
+                values.append(value)
         median = statistics.median(values)
-        label = f"{ours} / {baseline}" if baseline else f"{ours}: mallocs"
+        label = {"ratio": f"{ours} / {baseline}", "over": f"{ours} - {baseline}", "ns": ours,
+                 "mallocs": f"{ours}: mallocs"}[kind]
         if note:
             label += f" ({note})"
         shown = ", ".join(f"{value:.2f}" for value in values)
-        goal = "" if limit is None else (f"<= {limit:.2f}" if kind == "ratio" else f"<= {limit}")
+        goal = "" if limit is None else (f"<= {limit:.2f}x" if kind == "ratio" else f"<= {limit}")
         status = ""
         if limit is not None and median > limit:
             status = "  MISSED"

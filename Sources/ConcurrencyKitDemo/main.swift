@@ -1,6 +1,16 @@
 // `make demo`: a short tour of ConcurrencyKit, printing what each scene shows as it happens.
+//
+// The scenes run on a worker thread while the main thread drains the main queue with `dispatchMain()`: on Linux,
+// blocks sent to the main queue run only while something drains it.
 import ConcurrencyKit
+import Dispatch
+import Foundation
 
-print("ConcurrencyKit demo\n")
-AtomicPrimitivesScene.run()
-print("\nDone.")
+DispatchQueue.global().async {
+    print("ConcurrencyKit demo\n")
+    AtomicPrimitivesScene.run()
+    CallbackRoutingScene.run()
+    print("\nDone.")
+    exit(0)
+}
+dispatchMain()
