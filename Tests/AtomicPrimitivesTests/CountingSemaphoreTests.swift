@@ -1,18 +1,7 @@
 import AtomicPrimitives
 import Dispatch
-import Foundation
 import TestSupport
 import Testing
-
-/// Waits, for at most ten seconds, until `semaphore` has `count` parked waiters.
-private func waitForWaiters(_ semaphore: CountingSemaphore, count: Int) -> Bool {
-    let limit = deadline()
-    while semaphore.waitingThreadCount < count {
-        if DispatchTime.now() > limit { return false }
-        Thread.sleep(forTimeInterval: 0.000_1)  // polling for a parked waiter, not a proof
-    }
-    return true
-}
 
 @Suite("CountingSemaphore", .timeLimit(.minutes(1)))
 struct CountingSemaphoreTests {
@@ -59,7 +48,7 @@ struct CountingSemaphoreTests {
             barrier.wait()
             passed.signal()
         }
-        #expect(waitForWaiters(barrier, count: 1))
+        #expect(eventually { barrier.waitingThreadCount == 1 })
         #expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
         #expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
         #expect(passed.wait(timeout: deadline()) == .success)

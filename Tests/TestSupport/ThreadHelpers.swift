@@ -50,3 +50,16 @@ public func onMainQueue(_ body: @escaping @Sendable () -> Void) -> Bool {
     }
     return done.wait(timeout: deadline()) == .success
 }
+
+/// Polls `condition` until it holds, for at most ten seconds.
+///
+/// For waiting until a thread has parked somewhere observable (a precondition of a test), never as a test's proof.
+/// - Returns: `false` if the condition still did not hold at the deadline.
+public func eventually(_ condition: () -> Bool) -> Bool {
+    let limit = deadline()
+    while !condition() {
+        if DispatchTime.now() > limit { return false }
+        Thread.sleep(forTimeInterval: 0.000_1)
+    }
+    return true
+}

@@ -1,0 +1,150 @@
+/// The commands of the `wait` schedule: each blocks the calling thread until it has run, and runs its closures there.
+///
+/// > Warning: Issuing a `wait` command from inside a command closure of the same value would deadlock; it returns
+/// > ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one on a serial queue that an `async`
+/// > command of the same value is waiting to run on: the queue would be blocked waiting for itself.
+public struct QueueSafeWaitCommand<Value> {
+    weak var holder: QueueSafeValue<Value>?
+    let priority: CommandPriority
+
+    /// Reads the value.
+    ///
+    /// - Returns: A copy of the value, or why the command did not run.
+    public func get() -> Result<Value, QueueSafeValueError> {
+        self.perform { $0 }
+    }
+
+    /// Runs `completion` with the value while holding it.
+    ///
+    /// - Parameter completion: Runs on the calling thread, inside the command's critical section, with the value or
+    ///   why the command did not run. `nil` does nothing.
+    public func get(completion: ((Result<Value, QueueSafeValueError>) -> Void)?) {
+        guard let completion else { return }
+        let result = self.perform { value in completion(.success(value)) }
+        if case .failure(let error) = result {
+            completion(.failure(error))
+        }
+    }
+
+    /// Runs `manualCompletion` with the value, and holds the value until it calls `done`.
+    ///
+    /// The command ends when `done` has been called and the closure has returned, whichever is later; `done` may be
+    /// called later, from any thread. This call returns once the command has ended. A command that fails (its
+    /// holder is gone, or it would re-enter) calls the closure with the failure and returns without waiting for
+    /// `done`.
+    /// - Parameter manualCompletion: Runs on the calling thread. `nil` does nothing.
+    public func get(
+        manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?
+    ) {
+        guard let manualCompletion else { return }
+        let result = self.performManually { value, done in manualCompletion(.success(value), done) }
+        if case .failure(let error) = result {
+            manualCompletion(.failure(error), {})
+        }
+    }
+
+    /// Replaces the value.
+    ///
+    /// - Parameter newValue: The new value.
+    /// - Returns: The updated value, or why the command did not run.
+    @discardableResult
+    public func set(newValue: Value) -> Result<Value, QueueSafeValueError> {
+        self.perform { value in
+            value = newValue
+            return value
+        }
+    }
+
+    /// Changes the value in place.
+    ///
+    /// `value.wait.lowestPriority.set { $0 += 1 }` is an access: the closure is the command.
+    /// - Parameter completion: The access closure; runs on the calling thread with the value `inout`.
+    /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
+    ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @discardableResult
+    public func set(completion: ((inout Value) -> Void)?) -> Result<Value, QueueSafeValueError> {
+        self.perform(requiring: completion) { value, access in
+            access(&value)
+            return value
+        }
+    }
+
+    /// Changes the value in place, and holds it until the closure calls `done`.
+    ///
+    /// The command ends when `done` has been called and the closure has returned, whichever is later; no other
+    /// command of this value runs before. This call returns once the command has ended.
+    /// - Parameter manualCompletion: Runs on the calling thread with the value `inout` and `done`.
+    /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
+    ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @discardableResult
+    public func set(
+        manualCompletion: ((inout Value, @escaping CommandCompletionClosure) -> Void)?
+    ) -> Result<Value, QueueSafeValueError> {
+        guard let manualCompletion else { return self.failure(or: .commandClosureDeallocated) }
+        return self.performManually { value, done in
+            manualCompletion(&value, done)
+        }
+    }
+
+    /// Computes something from the value while holding it.
+    ///
+    /// With a `nil` closure, spell the type out: `map(completion: nil as ((Int) -> String)?)`.
+    /// - Parameter completion: The transform; runs on the calling thread.
+    /// - Returns: What the transform returned, or why the command did not run (a `nil` closure gives
+    ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    public func map<Transformed>(
+        completion: ((Value) -> Transformed)?
+    ) -> Result<Transformed, QueueSafeValueError> {
+        self.perform(requiring: completion) { value, transform in transform(value) }
+    }
+
+    // MARK: Running
+
+    /// The storage, or the error that stops the command before it runs; the holder's absence wins.
+    private func storage(
+        closureMissing: Bool = false
+    ) -> Result<ValueStorage<Value>, QueueSafeValueError> {
+        guard let storage = self.holder?.storage else { return .failure(.valueContainerDeinited) }
+        if closureMissing { return .failure(.commandClosureDeallocated) }
+        if storage.isRunningClosureOnCurrentThread { return .failure(.reentrantWait) }
+        return .success(storage)
+    }
+
+    private func failure<Success>(or error: QueueSafeValueError) -> Result<Success, QueueSafeValueError> {
+        .failure(self.holder == nil ? .valueContainerDeinited : error)
+    }
+
+    private func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
+        self.storage().map { storage in
+            storage.acquireBlocking(self.priority)
+            defer { storage.release() }
+            return storage.runClosure(body)
+        }
+    }
+
+    private func perform<Closure, Success>(
+        requiring closure: Closure?,
+        _ body: (inout Value, Closure) -> Success
+    ) -> Result<Success, QueueSafeValueError> {
+        guard let closure else { return self.failure(or: .commandClosureDeallocated) }
+        return self.perform { value in body(&value, closure) }
+    }
+
+    /// Runs `body` holding the value, then waits for its `done` before releasing the value.
+    private func performManually(
+        _ body: (inout Value, @escaping CommandCompletionClosure) -> Void
+    ) -> Result<Value, QueueSafeValueError> {
+        self.storage().map { storage in
+            storage.acquireBlocking(self.priority)
+            defer { storage.release() }
+            let ended = CountingSemaphore(.barrier)
+            let latch = CompletionLatch { ended.signal() }
+            storage.runClosure { value in body(&value, latch.done) }
+            latch.closureReturned()
+            ended.wait()
+            return storage.value
+        }
+    }
+}
+
+extension QueueSafeWaitCommand: Sendable where Value: Sendable {}

@@ -1,0 +1,7 @@
+/// The two priorities a command can be issued with.
+enum CommandPriority: Sendable {
+    /// Runs after every pending highest-priority command.
+    case lowest
+    /// Runs before every pending lowest-priority command.
+    case highest
+}

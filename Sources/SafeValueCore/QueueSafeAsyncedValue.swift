@@ -1,0 +1,36 @@
+import Dispatch
+
+/// A ``QueueSafeValue`` that is always used with `async(performIn:)` on one queue.
+///
+/// ```swift
+/// let log = QueueSafeAsyncedValue(value: [String](), queue: DispatchQueue(label: "log"))
+/// log.lowestPriority.set(accessClosure: { $0.append("started") })
+/// log.lowestPriority.get { result in print(result) }  // on the "log" queue
+/// ```
+///
+/// > Warning: Keep the holder: commands issued through a temporary fail with
+/// > ``QueueSafeValueError/valueContainerDeinited``.
+public final class QueueSafeAsyncedValue<Value: Sendable>: Sendable {
+    private let base: QueueSafeValue<Value>
+    private let queue: DispatchQueue
+
+    /// Creates a holder for `value` whose commands run their closures and completions on `queue`.
+    ///
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - queue: Where every command's closures and completions run.
+    public init(value: Value, queue: DispatchQueue) {
+        self.base = QueueSafeValue(value: value)
+        self.queue = queue
+    }
+
+    /// `async` commands that run after every pending highest-priority command.
+    public var lowestPriority: QueueSafeAsyncCommand<Value> {
+        self.base.async(performIn: self.queue).lowestPriority
+    }
+
+    /// `async` commands that run before every pending lowest-priority command.
+    public var highestPriority: QueueSafeAsyncCommand<Value> {
+        self.base.async(performIn: self.queue).highestPriority
+    }
+}

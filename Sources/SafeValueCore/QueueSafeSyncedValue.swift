@@ -1,0 +1,33 @@
+/// A ``QueueSafeValue`` that is always used with the `wait` schedule.
+///
+/// ```swift
+/// let counter = QueueSafeSyncedValue(value: 0)
+/// counter.highestPriority.set { $0 += 1 }
+/// let current = counter.lowestPriority.get()  // .success(1)
+/// ```
+///
+/// > Warning: Keep the holder. `QueueSafeSyncedValue(value: 1).lowestPriority.get()` on a temporary fails with
+/// > ``QueueSafeValueError/valueContainerDeinited``: the holder is released before the command runs.
+public final class QueueSafeSyncedValue<Value> {
+    private let base: QueueSafeValue<Value>
+
+    /// Creates a holder for `value`.
+    ///
+    /// - Parameter value: The initial value.
+    public init(value: Value) {
+        self.base = QueueSafeValue(value: value)
+    }
+
+    /// `wait` commands that run after every pending highest-priority command.
+    public var lowestPriority: QueueSafeWaitCommand<Value> {
+        self.base.wait.lowestPriority
+    }
+
+    /// `wait` commands that run before every pending lowest-priority command.
+    public var highestPriority: QueueSafeWaitCommand<Value> {
+        self.base.wait.highestPriority
+    }
+}
+
+// Safety: the only state is `base`, itself Sendable when `Value` is.
+extension QueueSafeSyncedValue: @unchecked Sendable where Value: Sendable {}

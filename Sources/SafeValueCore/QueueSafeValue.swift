@@ -1,0 +1,76 @@
+import Dispatch
+
+/// A value behind a priority command queue: every access is a command, and commands run one at a time.
+///
+/// Commands are issued as `value.{schedule}.{priority}.{command}`:
+///
+/// ```swift
+/// let cache = QueueSafeValue(value: [String: Data]())
+///
+/// // wait: block this thread until the command has run.
+/// let count = cache.wait.lowestPriority.map { $0.count }
+///
+/// // async(performIn:): return at once; closures and completion run on the queue.
+/// cache.async(performIn: .global()).highestPriority.set(accessClosure: { $0["key"] = data }) { result in
+///     print("stored: \(result)")
+/// }
+///
+/// // suspend: await without blocking a thread.
+/// let snapshot = await cache.suspend.lowestPriority.get()
+/// ```
+///
+/// Every pending highest-priority command runs before any pending lowest-priority one; within one priority,
+/// commands run in the order they were issued. A command's closure is a critical section: no other command of the
+/// same value runs until it ends. See <doc:SchedulesAndPriorities>.
+///
+/// > Warning: Schedule and command objects hold the holder weakly. Keep the `QueueSafeValue` itself: a command
+/// > issued through an object whose holder is gone fails with ``QueueSafeValueError/valueContainerDeinited``.
+///
+/// The holder is `Sendable` when its value is. The `async` and `suspend` schedules need a `Sendable` value, since its
+/// copies cross threads.
+public final class QueueSafeValue<Value> {
+    let storage: ValueStorage<Value>
+
+    /// Creates a holder for `value`.
+    ///
+    /// - Parameter value: The initial value.
+    public init(value: Value) {
+        self.storage = ValueStorage(value)
+    }
+
+    /// How many commands wait for the value now; for tests that need to know commands are queued.
+    package var waitingCommandCount: Int {
+        self.storage.waitingCount
+    }
+
+    /// Commands that block the calling thread until they have run; their closures run on the calling thread.
+    public var wait: QueueSafeWaitSchedule<Value> {
+        QueueSafeWaitSchedule(holder: self)
+    }
+}
+
+extension QueueSafeValue where Value: Sendable {
+    /// Commands that return at once and run their closures and completions on `queue`.
+    ///
+    /// - Parameter queue: Where the commands' closures and completions run.
+    /// - Returns: The schedule; pick a priority on it.
+    public func async(performIn queue: DispatchQueue) -> QueueSafeAsyncSchedule<Value> {
+        QueueSafeAsyncSchedule(holder: self, queue: queue)
+    }
+
+    /// Commands that return at once and run their closures and completions on the global queue of `qos`.
+    ///
+    /// - Parameter qos: The quality-of-service class of the global queue to use.
+    /// - Returns: The schedule; pick a priority on it.
+    public func async(performIn qos: DispatchQoS.QoSClass) -> QueueSafeAsyncSchedule<Value> {
+        self.async(performIn: DispatchQueue.global(qos: qos))
+    }
+
+    /// Commands for Swift concurrency: `await` them; they suspend the task, never block a thread.
+    public var suspend: QueueSafeSuspendSchedule<Value> {
+        QueueSafeSuspendSchedule(holder: self)
+    }
+}
+
+// Safety: all mutable state lives in `storage`, which guards it with its lock and its turn.
+extension QueueSafeValue: @unchecked Sendable where Value: Sendable {}
