@@ -14,6 +14,8 @@ public enum QueueSafeValueError: Error, Equatable, Sendable {
     case cancelled
 }
 
-/// The `done` handed to manual-completion closures: call it, from any thread, when the command has finished with the
-/// value. Calling it more than once has no further effect.
+/// The `done` handed to manual-completion closures.
+///
+/// Call it, from any thread, when the command has finished with the value. Calling it more than once has no further
+/// effect.
 public typealias CommandCompletionClosure = @Sendable () -> Void

@@ -120,18 +120,24 @@ struct QueueSafeValueLifetimeTests {
         let completed = DispatchGroup()
         for _ in 0..<3 {
             completed.enter()
-            command.set(accessClosure: { $0 += 1 }) { result in
-                results.mutate { $0.append(result) }
-                completed.leave()
-            }
+            command.set(
+                accessClosure: { $0 += 1 },
+                completion: { result in
+                    results.mutate { $0.append(result) }
+                    completed.leave()
+                }
+            )
         }
         holder = nil
         let ranAfterRelease = AtomicBox(false)
         completed.enter()
-        command.set(accessClosure: { _ in ranAfterRelease.mutate { $0 = true } }) { result in
-            results.mutate { $0.append(result) }
-            completed.leave()
-        }
+        command.set(
+            accessClosure: { _ in ranAfterRelease.mutate { $0 = true } },
+            completion: { result in
+                results.mutate { $0.append(result) }
+                completed.leave()
+            }
+        )
         hold.release()
         #expect(completed.wait(timeout: deadline()) == .success)
         #expect(results.value.contains(.failure(.valueContainerDeinited)))

@@ -59,7 +59,9 @@ final class ValueStorage<Value>: @unchecked Sendable {
         if !acquired { semaphore.wait() }
     }
 
-    /// Sends `job` to `queue` once it holds the turn: at once if the turn is free. Never blocks.
+    /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
+    ///
+    /// Never blocks.
     func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> Void) {
         let acquired = self.lock.withLock { () -> Bool in
             guard !self.turns.tryAcquire() else { return true }
