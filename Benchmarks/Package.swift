@@ -6,7 +6,7 @@
 import PackageDescription
 
 /// One executable target per measured module: `Benchmarks/<Module>Benchmarks`.
-let measuredModules = ["AtomicPrimitives", "CallbackRouting"]
+let measuredModules = ["AtomicPrimitives", "SafeValueCore", "CallbackRouting"]
 
 let benchmarkTargets: [Target] = measuredModules.map { module in
     .executableTarget(
@@ -14,6 +14,7 @@ let benchmarkTargets: [Target] = measuredModules.map { module in
         dependencies: [
             .product(name: "Benchmark", package: "benchmark"),
             .product(name: module, package: "ConcurrencyKit"),
+            "BenchmarkSupport",
         ],
         path: "Benchmarks/\(module)Benchmarks",
         swiftSettings: [.swiftLanguageMode(.v6)],
@@ -28,5 +29,12 @@ let package = Package(
         .package(name: "ConcurrencyKit", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
     ],
-    targets: benchmarkTargets
+    targets: benchmarkTargets + [
+        .target(
+            name: "BenchmarkSupport",
+            dependencies: [.product(name: "Benchmark", package: "benchmark")],
+            path: "Benchmarks/BenchmarkSupport",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        )
+    ]
 )

@@ -23,12 +23,13 @@ import Dispatch
 /// commands run in the order they were issued. A command's closure is a critical section: no other command of the
 /// same value runs until it ends. See <doc:SchedulesAndPriorities>.
 ///
-/// > Warning: Schedule and command objects hold the holder weakly. Keep the `QueueSafeValue` itself: a command
-/// > issued through an object whose holder is gone fails with ``QueueSafeValueError/valueContainerDeinited``.
+/// > Warning: Schedule and command objects do not keep the holder alive. Keep the `QueueSafeValue` itself: a
+/// > command issued through an object whose holder is gone fails with ``QueueSafeValueError/valueContainerDeinited``.
 ///
 /// The holder is `Sendable` when its value is. The `async` and `suspend` schedules need a `Sendable` value, since its
 /// copies cross threads.
 public final class QueueSafeValue<Value> {
+    @usableFromInline
     let storage: ValueStorage<Value>
 
     /// Creates a holder for `value`.
@@ -38,14 +39,19 @@ public final class QueueSafeValue<Value> {
         self.storage = ValueStorage(value)
     }
 
+    deinit {
+        self.storage.engine.holderReleased()
+    }
+
     /// How many commands wait for the value now; for tests that need to know commands are queued.
     package var waitingCommandCount: Int {
-        self.storage.waitingCount
+        self.storage.engine.waitingCount
     }
 
     /// Commands that block the calling thread until they have run; their closures run on the calling thread.
+    @inlinable
     public var wait: QueueSafeWaitSchedule<Value> {
-        QueueSafeWaitSchedule(holder: self)
+        QueueSafeWaitSchedule(storage: self.storage)
     }
 }
 
@@ -54,8 +60,9 @@ extension QueueSafeValue where Value: Sendable {
     ///
     /// - Parameter queue: Where the commands' closures and completions run.
     /// - Returns: The schedule; pick a priority on it.
+    @inlinable
     public func async(performIn queue: DispatchQueue) -> QueueSafeAsyncSchedule<Value> {
-        QueueSafeAsyncSchedule(holder: self, queue: queue)
+        QueueSafeAsyncSchedule(storage: self.storage, queue: queue)
     }
 
     /// Commands that return at once and run their closures and completions on the global queue of `qos`.
@@ -67,8 +74,9 @@ extension QueueSafeValue where Value: Sendable {
     }
 
     /// Commands for Swift concurrency: `await` them; they suspend the task, never block a thread.
+    @inlinable
     public var suspend: QueueSafeSuspendSchedule<Value> {
-        QueueSafeSuspendSchedule(holder: self)
+        QueueSafeSuspendSchedule(storage: self.storage)
     }
 }
 

@@ -204,3 +204,35 @@ struct QueueSafeValueTests {
         #expect(seen.value == 1)
     }
 }
+
+@Suite("QueueSafeValue: completions that wait", .timeLimit(.minutes(1)))
+struct QueueSafeValueCompletionWaitTests {
+    @Test(
+        "a wait inside an async completion does not deadlock while later commands are pending",
+        arguments: [false, true]
+    )
+    func waitInsideCompletionWithPendingCommands(concurrent: Bool) {
+        let value = QueueSafeValue(value: 0)
+        let queue = DispatchQueue(label: "test.completion.wait", attributes: concurrent ? .concurrent : [])
+        let helper = TaggedQueue("test.completion.hold")
+        let hold = ValueHold(value, on: helper.queue)
+        #expect(hold.isHolding())
+        let seen = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        value.async(performIn: queue).lowestPriority.set(
+            accessClosure: { $0 += 1 },
+            completion: { _ in
+                // Issued from the completion while the next command (below) already holds the turn.
+                let result = value.wait.lowestPriority.get()
+                seen.mutate { $0 = result }
+                finished.signal()
+            }
+        )
+        // On a concurrent queue the next command shares the completion's queue; on a serial one it could not run
+        // there while the completion blocks (a deadlock of the caller's making), so it goes to `helper`.
+        value.async(performIn: concurrent ? queue : helper.queue).lowestPriority.set(accessClosure: { $0 += 10 })
+        hold.release()
+        #expect(finished.wait(timeout: deadline()) == .success)
+        #expect(seen.value == .success(11))
+    }
+}

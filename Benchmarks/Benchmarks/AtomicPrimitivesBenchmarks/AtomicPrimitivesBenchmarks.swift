@@ -4,42 +4,10 @@
 
 import AtomicPrimitives
 import Benchmark
+import BenchmarkSupport
 import Dispatch
 import Foundation
 import Synchronization
-
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
-/// An Int guarded by a bare heap-allocated pthread mutex: the baseline everything is compared with.
-final class RawMutexCounter: @unchecked Sendable {  // Safety: `value` is only touched while `mutex` is held.
-    let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    var value = 0
-
-    init() { pthread_mutex_init(mutex, nil) }
-
-    deinit {
-        pthread_mutex_destroy(mutex)
-        mutex.deallocate()
-    }
-
-    @inline(__always) func increment() {
-        pthread_mutex_lock(mutex)
-        value &+= 1
-        pthread_mutex_unlock(mutex)
-    }
-
-    @inline(__always) func read() -> Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        return value
-    }
-}
 
 /// An Int guarded by one of our `MutexLock`s, written exactly like `RawMutexCounter`.
 final class MutexLockCounter: @unchecked Sendable {  // Safety: `value` is only touched while `lock` is held.
@@ -67,19 +35,6 @@ final class QueueCounter: @unchecked Sendable {  // Safety: `value` is only touc
     var value = 0
 
     @inline(__always) func increment() { queue.sync { value &+= 1 } }
-}
-
-var uncontended: Benchmark.Configuration {
-    .init(
-        metrics: [.wallClock, .mallocCountTotal],
-        scalingFactor: .kilo,
-        maxDuration: .seconds(1),
-        maxIterations: 100_000
-    )
-}
-
-var twoThreads: Benchmark.Configuration {
-    .init(metrics: [.wallClock], scalingFactor: .kilo, maxDuration: .seconds(2), maxIterations: 10_000)
 }
 
 /// Runs `operation` `perIteration` times on the benchmark thread and on a second thread at once.

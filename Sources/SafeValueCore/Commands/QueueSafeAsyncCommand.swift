@@ -10,13 +10,24 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     /// The result callback of an `async` command.
     public typealias AsyncCompletion = @Sendable (Result<Value, QueueSafeValueError>) -> Void
 
-    weak var holder: QueueSafeValue<Value>?
+    @usableFromInline
+    let storage: ValueStorage<Value>
+    @usableFromInline
     let priority: CommandPriority
+    @usableFromInline
     let queue: DispatchQueue
+
+    @usableFromInline
+    init(storage: ValueStorage<Value>, priority: CommandPriority, queue: DispatchQueue) {
+        self.storage = storage
+        self.priority = priority
+        self.queue = queue
+    }
 
     /// Reads the value and hands it to `completion` on the queue.
     ///
     /// - Parameter completion: Runs on the queue after the value is released. `nil` does nothing.
+    @inlinable
     public func get(completion: AsyncCompletion?) {
         guard let completion else { return }
         self.submit(completion: completion) { _ in }
@@ -26,6 +37,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     ///
     /// - Parameter manualCompletion: Runs on the queue; the command ends when `done` has been called and the
     ///   closure has returned, whichever is later. `done` may be called from any thread. `nil` does nothing.
+    @inlinable
     public func get(
         manualCompletion: (@Sendable (Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?
     ) {
@@ -42,6 +54,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - newValue: The new value.
     ///   - completion: Runs on the queue after the value is released, with the updated value.
+    @inlinable
     public func set(newValue: Value, completion: AsyncCompletion? = nil) {
         self.submit(completion: completion) { value in value = newValue }
     }
@@ -52,6 +65,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     ///   - accessClosure: Runs on the queue with the value `inout`. `nil` fails with
     ///     ``QueueSafeValueError/commandClosureDeallocated``.
     ///   - completion: Runs on the queue after the value is released, with the updated value.
+    @inlinable
     public func set(accessClosure: (@Sendable (inout Value) -> Void)?, completion: AsyncCompletion? = nil) {
         guard let accessClosure else {
             return self.fail(.commandClosureDeallocated, completion)
@@ -66,6 +80,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     ///     been called and the closure has returned, whichever is later. `nil` fails with
     ///     ``QueueSafeValueError/commandClosureDeallocated``.
     ///   - completion: Runs on the queue after `done`, with the updated value.
+    @inlinable
     public func set(
         manualCompletion: (@Sendable (inout Value, @escaping CommandCompletionClosure) -> Void)?,
         completion: AsyncCompletion? = nil
@@ -79,45 +94,53 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     // MARK: Running
 
     /// Delivers `error` on the queue at once; the holder's absence wins over any other error.
-    private func fail(_ error: QueueSafeValueError, _ completion: AsyncCompletion?) {
+    @inlinable
+    func fail(_ error: QueueSafeValueError, _ completion: AsyncCompletion?) {
         guard let completion else { return }
-        let reported: QueueSafeValueError = self.holder == nil ? .valueContainerDeinited : error
+        let reported: QueueSafeValueError = !self.storage.engine.isHolderAlive ? .valueContainerDeinited : error
         self.queue.async { completion(.failure(reported)) }
     }
 
-    private func submit(completion: AsyncCompletion?, access: @escaping @Sendable (inout Value) -> Void) {
-        guard let storage = self.holder?.storage else {
+    @inlinable
+    func submit(completion: AsyncCompletion?, access: @escaping @Sendable (inout Value) -> Void) {
+        guard let storage = self.storage.ifHolderAlive else {
             return self.fail(.valueContainerDeinited, completion)
         }
-        storage.submit(self.priority, on: self.queue) {
+        storage.engine.submit(self.priority, on: self.queue) {
             let result = storage.runClosure { value -> Value in
                 access(&value)
                 return value
             }
-            storage.release()
-            completion?(.success(result))
+            let next = storage.engine.releaseReturningNext()
+            guard let completion else { return next }  // nothing of the user's runs before the next job: chain it
+            // Wake the next holder before the completion runs: a completion may itself wait for this value.
+            next?.grant()
+            completion(.success(result))
+            return nil
         }
     }
 
-    private func submitManually(
+    @inlinable
+    func submitManually(
         completion: AsyncCompletion?,
         body: @escaping @Sendable (inout Value, @escaping CommandCompletionClosure) -> Void,
         failure: @escaping @Sendable (QueueSafeValueError) -> Void
     ) {
-        guard let storage = self.holder?.storage else {
+        guard let storage = self.storage.ifHolderAlive else {
             let queue = self.queue
             return queue.async { failure(.valueContainerDeinited) }
         }
         let queue = self.queue
-        storage.submit(self.priority, on: queue) {
+        storage.engine.submit(self.priority, on: queue) {
             let latch = CompletionLatch {
                 let result = storage.value
-                storage.release {
+                storage.engine.release {
                     if let completion { queue.async { completion(.success(result)) } }
                 }
             }
             storage.runClosure { value in body(&value, latch.done) }
             latch.closureReturned()
+            return nil  // the latch hands the turn over
         }
     }
 }

@@ -4,12 +4,21 @@
 /// value; a task already cancelled when it issues the command gets it without running the command. Closures are
 /// non-escaping and run in the calling task.
 public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
-    weak var holder: QueueSafeValue<Value>?
+    @usableFromInline
+    let storage: ValueStorage<Value>
+    @usableFromInline
     let priority: CommandPriority
+
+    @usableFromInline
+    init(storage: ValueStorage<Value>, priority: CommandPriority) {
+        self.storage = storage
+        self.priority = priority
+    }
 
     /// Reads the value.
     ///
     /// - Returns: A copy of the value, or why the command did not run.
+    @inlinable
     public func get() async -> Result<Value, QueueSafeValueError> {
         await self.perform { $0 }
     }
@@ -19,6 +28,7 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     /// - Parameter newValue: The new value.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
+    @inlinable
     public func set(newValue: Value) async -> Result<Value, QueueSafeValueError> {
         await self.perform { value in
             value = newValue
@@ -31,6 +41,7 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     /// - Parameter access: Runs in the calling task with the value `inout`, inside the command's critical section.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
+    @inlinable
     public func set(_ access: (inout Value) -> Void) async -> Result<Value, QueueSafeValueError> {
         await self.perform { value in
             access(&value)
@@ -42,18 +53,20 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     ///
     /// - Parameter transform: Runs in the calling task, inside the command's critical section.
     /// - Returns: What `transform` returned, or why the command did not run.
+    @inlinable
     public func map<Transformed>(
         _ transform: (Value) -> Transformed
     ) async -> Result<Transformed, QueueSafeValueError> {
         await self.perform { value in transform(value) }
     }
 
-    private func perform<Success>(
+    @inlinable
+    func perform<Success>(
         _ body: (inout Value) -> Success
     ) async -> Result<Success, QueueSafeValueError> {
-        guard let storage = self.holder?.storage else { return .failure(.valueContainerDeinited) }
-        guard await storage.acquireSuspending(self.priority) else { return .failure(.cancelled) }
-        defer { storage.release() }
+        guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
+        guard await storage.engine.acquireSuspending(self.priority) else { return .failure(.cancelled) }
+        defer { storage.engine.release() }
         return .success(storage.runClosure(body))
     }
 }

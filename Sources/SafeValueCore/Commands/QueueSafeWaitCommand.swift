@@ -4,12 +4,21 @@
 /// > ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one on a serial queue that an `async`
 /// > command of the same value is waiting to run on: the queue would be blocked waiting for itself.
 public struct QueueSafeWaitCommand<Value> {
-    weak var holder: QueueSafeValue<Value>?
+    @usableFromInline
+    let storage: ValueStorage<Value>
+    @usableFromInline
     let priority: CommandPriority
+
+    @usableFromInline
+    init(storage: ValueStorage<Value>, priority: CommandPriority) {
+        self.storage = storage
+        self.priority = priority
+    }
 
     /// Reads the value.
     ///
     /// - Returns: A copy of the value, or why the command did not run.
+    @inlinable
     public func get() -> Result<Value, QueueSafeValueError> {
         self.perform { $0 }
     }
@@ -18,6 +27,7 @@ public struct QueueSafeWaitCommand<Value> {
     ///
     /// - Parameter completion: Runs on the calling thread, inside the command's critical section, with the value or
     ///   why the command did not run. `nil` does nothing.
+    @inlinable
     public func get(completion: ((Result<Value, QueueSafeValueError>) -> Void)?) {
         guard let completion else { return }
         let result = self.perform { value in completion(.success(value)) }
@@ -33,6 +43,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// holder is gone, or it would re-enter) calls the closure with the failure and returns without waiting for
     /// `done`.
     /// - Parameter manualCompletion: Runs on the calling thread. `nil` does nothing.
+    @inlinable
     public func get(
         manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?
     ) {
@@ -48,6 +59,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Parameter newValue: The new value.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
+    @inlinable
     public func set(newValue: Value) -> Result<Value, QueueSafeValueError> {
         self.perform { value in
             value = newValue
@@ -62,6 +74,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @discardableResult
+    @inlinable
     public func set(completion: ((inout Value) -> Void)?) -> Result<Value, QueueSafeValueError> {
         self.perform(requiring: completion) { value, access in
             access(&value)
@@ -77,6 +90,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @discardableResult
+    @inlinable
     public func set(
         manualCompletion: ((inout Value, @escaping CommandCompletionClosure) -> Void)?
     ) -> Result<Value, QueueSafeValueError> {
@@ -92,6 +106,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Parameter completion: The transform; runs on the calling thread.
     /// - Returns: What the transform returned, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @inlinable
     public func map<Transformed>(
         completion: ((Value) -> Transformed)?
     ) -> Result<Transformed, QueueSafeValueError> {
@@ -101,28 +116,32 @@ public struct QueueSafeWaitCommand<Value> {
     // MARK: Running
 
     /// The storage, or the error that stops the command before it runs; the holder's absence wins.
-    private func storage(
+    @inlinable
+    func storage(
         closureMissing: Bool = false
     ) -> Result<ValueStorage<Value>, QueueSafeValueError> {
-        guard let storage = self.holder?.storage else { return .failure(.valueContainerDeinited) }
+        guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
         if closureMissing { return .failure(.commandClosureDeallocated) }
-        if storage.isRunningClosureOnCurrentThread { return .failure(.reentrantWait) }
+        if storage.engine.isRunningClosureOnCurrentThread { return .failure(.reentrantWait) }
         return .success(storage)
     }
 
-    private func failure<Success>(or error: QueueSafeValueError) -> Result<Success, QueueSafeValueError> {
-        .failure(self.holder == nil ? .valueContainerDeinited : error)
+    @inlinable
+    func failure<Success>(or error: QueueSafeValueError) -> Result<Success, QueueSafeValueError> {
+        .failure(!self.storage.engine.isHolderAlive ? .valueContainerDeinited : error)
     }
 
-    private func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
+    @inlinable
+    func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
         self.storage().map { storage in
-            storage.acquireBlocking(self.priority)
-            defer { storage.release() }
+            storage.engine.acquireBlocking(self.priority)
+            defer { storage.engine.release() }
             return storage.runClosure(body)
         }
     }
 
-    private func perform<Closure, Success>(
+    @inlinable
+    func perform<Closure, Success>(
         requiring closure: Closure?,
         _ body: (inout Value, Closure) -> Success
     ) -> Result<Success, QueueSafeValueError> {
@@ -131,12 +150,13 @@ public struct QueueSafeWaitCommand<Value> {
     }
 
     /// Runs `body` holding the value, then waits for its `done` before releasing the value.
-    private func performManually(
+    @inlinable
+    func performManually(
         _ body: (inout Value, @escaping CommandCompletionClosure) -> Void
     ) -> Result<Value, QueueSafeValueError> {
         self.storage().map { storage in
-            storage.acquireBlocking(self.priority)
-            defer { storage.release() }
+            storage.engine.acquireBlocking(self.priority)
+            defer { storage.engine.release() }
             let ended = CountingSemaphore(.barrier)
             let latch = CompletionLatch { ended.signal() }
             storage.runClosure { value in body(&value, latch.done) }

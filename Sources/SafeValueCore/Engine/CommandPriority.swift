@@ -1,4 +1,5 @@
 /// The two priorities a command can be issued with.
+@usableFromInline
 enum CommandPriority: Sendable {
     /// Runs after every pending highest-priority command.
     case lowest

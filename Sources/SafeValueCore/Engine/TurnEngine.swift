@@ -1,0 +1,246 @@
+import AtomicPrimitives
+import Dispatch
+import Synchronization
+
+/// Who holds a value's turn and who waits for it, with the lock that guards that: everything about a command queue
+/// that does not depend on the value's type.
+///
+/// Being non-generic, it costs no generic-metadata look-ups on the hot path, whatever the value's type.
+@usableFromInline
+final class TurnEngine: @unchecked Sendable {
+    /// How a waiting command is told that the turn is now its own.
+    @usableFromInline
+    enum Waiter {
+        /// A thread blocked in a `wait` command.
+        case thread(CountingSemaphore)
+        /// An `async` command: its job is sent to its queue. A job runs the command and returns the waiter that now
+        /// holds the turn, for ``TurnEngine/runJobs(_:on:)`` to continue with.
+        case job(DispatchQueue, @Sendable () -> Waiter?)
+        /// A suspended `suspend` command: resumed with `true`.
+        case task(UnsafeContinuation<Bool, Never>)
+
+        @usableFromInline
+        func grant() {
+            switch self {
+            case .thread(let semaphore): semaphore.signal()
+            case .job(let queue, let job): queue.async { TurnEngine.runJobs(job, on: queue) }
+            case .task(let continuation): continuation.resume(returning: true)
+            }
+        }
+    }
+
+    /// The turn, in one word: ``free``, ``held``, or ``contended`` (held, and commands may wait in `pending`).
+    ///
+    /// A command on a free value takes the turn with one compare-and-exchange and gives it back with another; the
+    /// lock and the queues are used only once somebody has to wait, as in a futex-based mutex.
+    @usableFromInline
+    let turn = Atomic<Int>(TurnEngine.free)
+
+    @usableFromInline static let free = 0
+    @usableFromInline static let held = 1
+    @usableFromInline static let contended = 2
+
+    // Safety: `pending` and `nextWaiterID` are only touched while `lock` is held.
+    private let lock = MutexLock()
+    private var pending = PendingCommands<Waiter>()
+    private var nextWaiterID: UInt64 = 0
+
+    /// The thread running one of the value's command closures, or 0.
+    private let closureThread = Atomic<UInt>(0)
+
+    /// Whether the value's holder still exists: commands issued after it was released fail.
+    private let holderIsAlive = Atomic<Bool>(true)
+
+    @usableFromInline
+    init() {}
+
+    /// How many commands wait for the turn now.
+    var waitingCount: Int {
+        self.lock.withLock { self.pending.count }
+    }
+
+    // MARK: Taking the turn
+
+    /// Takes the turn if it is free: the uncontended path of every command.
+    @inlinable
+    func tryAcquire() -> Bool {
+        self.turn.compareExchange(expected: Self.free, desired: Self.held, ordering: .acquiring).exchanged
+    }
+
+    /// Under the lock: takes the turn if it is free, or marks it contended so that its release looks at `pending`.
+    ///
+    /// - Returns: `true` if the caller now holds the turn; `false` if it must queue (still under the lock).
+    private func acquireOrMarkContended() -> Bool {
+        while true {
+            switch self.turn.load(ordering: .relaxed) {
+            case Self.free:
+                if self.tryAcquire() { return true }
+            case Self.held:
+                let marked = self.turn.compareExchange(
+                    expected: Self.held,
+                    desired: Self.contended,
+                    ordering: .relaxed
+                )
+                if marked.exchanged { return false }
+            default:
+                return false
+            }
+        }
+    }
+
+    /// Queues `waiter` unless the turn can be taken at once; call with the lock held.
+    private func acquireOrEnqueue(_ waiter: @autoclosure () -> Waiter, priority: CommandPriority) -> Bool {
+        guard !self.acquireOrMarkContended() else { return true }
+        self.nextWaiterID &+= 1
+        self.pending.enqueue(waiter(), id: self.nextWaiterID, priority: priority)
+        return false
+    }
+
+    /// Blocks the calling thread until it holds the turn.
+    @inlinable
+    func acquireBlocking(_ priority: CommandPriority) {
+        if !self.tryAcquire() { self.acquireBlockingSlowly(priority) }
+    }
+
+    @usableFromInline
+    func acquireBlockingSlowly(_ priority: CommandPriority) {
+        let semaphore = CountingSemaphore(.barrier)
+        let acquired = self.lock.withLock { self.acquireOrEnqueue(.thread(semaphore), priority: priority) }
+        if !acquired { semaphore.wait() }
+    }
+
+    /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
+    ///
+    /// Never blocks.
+    @usableFromInline
+    func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> Waiter?) {
+        let acquired =
+            self.tryAcquire() || self.lock.withLock { self.acquireOrEnqueue(.job(queue, job), priority: priority) }
+        if acquired { Waiter.job(queue, job).grant() }
+    }
+
+    /// Runs `job` on `queue`, then every job the turn passes to next that belongs on the same queue, inline.
+    ///
+    /// Handing the turn to a job for the queue we are already on needs no dispatch: running it here keeps it on its
+    /// queue and in order, and saves a dispatch per command. Any other waiter is granted as usual. A job returns a
+    /// waiter only when none of the user's code runs between its release and the next command, so chaining can
+    /// never leave a waiting command behind a completion that blocks.
+    static func runJobs(_ job: @Sendable () -> Waiter?, on queue: DispatchQueue) {
+        var next = job()
+        while let waiter = next {
+            guard case .job(let nextQueue, let nextJob) = waiter, nextQueue === queue else {
+                return waiter.grant()
+            }
+            next = nextJob()
+        }
+    }
+
+    /// Suspends the calling task until it holds the turn, without blocking a thread.
+    ///
+    /// - Returns: `false` if the task was cancelled before it got the turn; it then does not hold it.
+    @usableFromInline
+    func acquireSuspending(_ priority: CommandPriority) async -> Bool {
+        if Task.isCancelled { return false }
+        if self.tryAcquire() { return true }
+        let id = self.lock.withLock { () -> UInt64 in
+            self.nextWaiterID &+= 1
+            return self.nextWaiterID
+        }
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
+                let immediate = self.lock.withLock { () -> Bool? in
+                    if self.acquireOrMarkContended() { return true }
+                    if Task.isCancelled { return false }
+                    self.pending.enqueue(.task(continuation), id: id, priority: priority)
+                    return nil
+                }
+                if let immediate { continuation.resume(returning: immediate) }
+            }
+        } onCancel: {
+            if case .task(let continuation)? = self.lock.withLock({ self.pending.remove(id: id) }) {
+                continuation.resume(returning: false)
+            }
+        }
+    }
+
+    // MARK: Giving the turn back
+
+    /// Ends the caller's turn and hands it to the next waiter.
+    @inlinable
+    func release() {
+        if !self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
+            self.handOver()?.grant()
+        }
+    }
+
+    /// Ends the caller's turn and returns the waiter that now holds it, without waking it: the caller must.
+    @usableFromInline
+    func releaseReturningNext() -> Waiter? {
+        if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
+            return nil
+        }
+        return self.handOver()
+    }
+
+    /// Ends the caller's turn, runs `beforeHandOver`, then hands the turn to the next waiter.
+    @usableFromInline
+    func release(beforeHandOver: () -> Void) {
+        if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
+            beforeHandOver()
+        } else {
+            let next = self.handOver()
+            beforeHandOver()
+            next?.grant()
+        }
+    }
+
+    /// The contended release: picks the next holder under the lock, or frees the turn if every waiter has gone.
+    @usableFromInline
+    func handOver() -> Waiter? {
+        self.lock.withLock {
+            let next = self.pending.popNext()
+            if next == nil {
+                self.turn.store(Self.free, ordering: .releasing)
+            } else if self.pending.count == 0 {
+                self.turn.store(Self.held, ordering: .releasing)
+            }
+            return next
+        }
+    }
+
+    // MARK: The holder
+
+    /// Records that the holder was released; commands issued from now on fail.
+    func holderReleased() {
+        self.holderIsAlive.store(false, ordering: .releasing)
+    }
+
+    /// Whether the holder still exists.
+    @usableFromInline
+    var isHolderAlive: Bool {
+        self.holderIsAlive.load(ordering: .acquiring)
+    }
+
+    // MARK: Command closures
+
+    /// Records that a command closure starts on the calling thread; returns what to pass to ``closureEnded(_:)``.
+    @usableFromInline
+    func closureStarted() -> UInt {
+        // Only the turn holder writes this, so a load and a store do what an exchange would, for less.
+        let previous = self.closureThread.load(ordering: .relaxed)
+        self.closureThread.store(currentThreadID(), ordering: .relaxed)
+        return previous
+    }
+
+    /// Records that the command closure started by ``closureStarted()`` has ended.
+    @usableFromInline
+    func closureEnded(_ previous: UInt) {
+        self.closureThread.store(previous, ordering: .relaxed)
+    }
+
+    /// Whether one of the value's command closures runs on the calling thread.
+    @usableFromInline
+    var isRunningClosureOnCurrentThread: Bool {
+        self.closureThread.load(ordering: .relaxed) == currentThreadID()
+    }
+}
