@@ -4,19 +4,25 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-.build/docs}
-graphs=.build/symbol-graphs
-rm -rf "$graphs" "$out"
-mkdir -p "$graphs" "$out"
-swift build --quiet -Xswiftc -emit-symbol-graph -Xswiftc -emit-symbol-graph-dir -Xswiftc "$PWD/$graphs"
+# dump-symbol-graph extracts every module's public symbols (whether or not the build was up to date); each catalog
+# then gets a staging folder with just its own module's graphs.
+staging=.build/docs-symbol-graphs
+rm -rf "$staging" "$out"
+mkdir -p "$staging" "$out"
+graphs=$(swift package dump-symbol-graph 2>&1 | sed -n 's/^Files written to //p')
+[ -d "$graphs" ] || { echo "docs: swift package dump-symbol-graph wrote no symbol graphs"; exit 1; }
 for catalog in Sources/*/*.docc; do
     module=$(basename "$(dirname "$catalog")")
-    mkdir -p "$graphs/$module"
-    find "$graphs" -maxdepth 1 \( -name "$module.symbols.json" -o -name "$module@*.symbols.json" \) \
-        -exec cp {} "$graphs/$module/" \;
+    mkdir -p "$staging/$module"
+    # An article-only catalog (@TechnologyRoot: the umbrella) gets no symbols: its module only re-exports others.
+    if ! grep -q "@TechnologyRoot" "$catalog"/*.md; then
+        find "$graphs" -maxdepth 1 \( -name "$module.symbols.json" -o -name "$module@*.symbols.json" \) \
+            -exec cp {} "$staging/$module/" \;
+    fi
     docc convert "$catalog" \
         --fallback-display-name "$module" \
         --fallback-bundle-identifier "org.concurrencykit.$module" \
-        --additional-symbol-graph-dir "$graphs/$module" \
+        --additional-symbol-graph-dir "$staging/$module" \
         --output-path "$out/$module.doccarchive" \
         --warnings-as-errors >"$out/$module.log" 2>&1 || { cat "$out/$module.log"; echo "docs: $module failed"; exit 1; }
     echo "docs: $module"

@@ -9,6 +9,7 @@ import Foundation
 DispatchQueue.global().async {
     print("ConcurrencyKit demo\n")
     AtomicPrimitivesScene.run()
+    SafeValueCoreScene.run()
     CallbackRoutingScene.run()
     print("\nDone.")
     exit(0)
