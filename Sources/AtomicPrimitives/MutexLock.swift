@@ -65,6 +65,11 @@ public final class MutexLock {
         return try body()
     }
 
+    /// Whether the calling thread holds the lock: for types built on it that name themselves in re-entry traps.
+    package var isHeldByCurrentThread: Bool {
+        self._core.isHeldByCurrentThread
+    }
+
     @usableFromInline
     static func _trapReentry() -> Never {
         preconditionFailure(

@@ -1,0 +1,111 @@
+import Dispatch
+
+/// Blocks and tasks tracked together, to be waited for or followed by a notification: Eki's `Group`.
+///
+/// ```swift
+/// let group = GCDGroup(queue: .utility)
+/// group <<< { download("a") } <<< { download("b") }
+/// group.notify { print("both done") }
+/// await group.wait()
+/// ```
+public final class GCDGroup: Sendable {
+    /// The underlying dispatch group.
+    public let dispatchGroup = DispatchGroup()
+    /// Where blocks added with ``async(_:)-(()->Void)`` and ``notify(_:)-(()->Void)`` run.
+    public let queue: GCDQueue
+
+    /// Creates an empty group.
+    ///
+    /// - Parameter queue: Where the group's bare blocks run; the background queue unless you say otherwise.
+    public init(queue: GCDQueue = .background) {
+        self.queue = queue
+    }
+
+    /// Runs `block` on the group's queue as part of the group.
+    ///
+    /// - Parameter block: The work.
+    /// - Returns: This group, so that calls can be chained.
+    @discardableResult
+    public func async(_ block: @escaping @Sendable () -> Void) -> GCDGroup {
+        self.queue.dispatchQueue.async(group: self.dispatchGroup, execute: block)
+        return self
+    }
+
+    /// Runs `task` on its own queue as part of the group.
+    ///
+    /// - Parameter task: The task; the group counts it until its block has run.
+    /// - Returns: This group, so that calls can be chained.
+    @discardableResult
+    public func async(_ task: GCDTask) -> GCDGroup {
+        self.dispatchGroup.enter()
+        task.queue.async { [dispatchGroup] in
+            task.sync()
+            dispatchGroup.leave()
+        }
+        return self
+    }
+
+    /// Runs each of `blocks` on the group's queue as part of the group.
+    ///
+    /// - Parameter blocks: The work items.
+    /// - Returns: This group, so that calls can be chained.
+    @discardableResult
+    public func async(_ blocks: [@Sendable () -> Void]) -> GCDGroup {
+        for block in blocks { self.async(block) }
+        return self
+    }
+
+    /// Runs each of `tasks` on its own queue as part of the group.
+    ///
+    /// - Parameter tasks: The tasks.
+    /// - Returns: This group, so that calls can be chained.
+    @discardableResult
+    public func async(_ tasks: [GCDTask]) -> GCDGroup {
+        for task in tasks { self.async(task) }
+        return self
+    }
+
+    /// Counts work started elsewhere as part of the group until a matching ``leave()``.
+    public func enter() {
+        self.dispatchGroup.enter()
+    }
+
+    /// Marks work counted by ``enter()`` as done.
+    public func leave() {
+        self.dispatchGroup.leave()
+    }
+
+    /// Runs `block` on the group's queue once everything in the group has finished.
+    ///
+    /// - Parameter block: The notification.
+    public func notify(_ block: @escaping @Sendable () -> Void) {
+        self.dispatchGroup.notify(queue: self.queue.dispatchQueue, execute: block)
+    }
+
+    /// Runs `task` on its own queue once everything in the group has finished.
+    ///
+    /// - Parameter task: The notification.
+    public func notify(_ task: GCDTask) {
+        self.dispatchGroup.notify(queue: task.queue.dispatchQueue) { task.sync() }
+    }
+
+    /// Blocks the calling thread until everything in the group has finished.
+    public func wait() {
+        self.dispatchGroup.wait()
+    }
+
+    /// Blocks the calling thread until everything in the group has finished, or until `timeout`.
+    ///
+    /// - Parameter timeout: The latest time to give up.
+    /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
+    public func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
+        self.dispatchGroup.wait(timeout: timeout)
+    }
+
+    /// Suspends the calling task, without blocking a thread, until everything in the group has finished.
+    public func wait() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            self.dispatchGroup.notify(queue: .global()) { continuation.resume() }
+        }
+    }
+}

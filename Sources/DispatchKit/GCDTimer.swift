@@ -1,0 +1,195 @@
+import AtomicPrimitives
+import Dispatch
+
+/// A timer on a dispatch queue that fires once or repeatedly: Eki's `Timer`, with its bugs fixed.
+///
+/// Named `GCDTimer` so that it never collides with Foundation's `Timer`.
+///
+/// ```swift
+/// let ticker = GCDTimer.scheduleWithInterval(1, onQueue: .main) { print("tick") }
+/// ticker.pause()
+/// ticker.start()  // resumes
+/// ticker.stop()   // final
+/// ```
+///
+/// A new timer is paused: nothing fires until ``start()``. The first fire comes `interval` seconds after `start()`
+/// (or at the deadline); with a ``repeatInterval`` it then fires every `repeatInterval` seconds, without one it fires
+/// once and is then finished. ``start()`` and ``pause()`` are idempotent; ``stop()`` is final. Releasing a timer is
+/// safe in every state — a suspended `DispatchSourceTimer` is resumed before it is cancelled.
+public final class GCDTimer: @unchecked Sendable {
+    private enum State {
+        case new, running, paused, finished
+    }
+
+    private enum FirstFire {
+        case after(Double)
+        case at(DispatchWallTime)
+    }
+
+    // Safety: `source` is only driven while `lock` is held; every var below is read and written under `lock`.
+    private let lock = MutexLock()
+    private let source: any DispatchSourceTimer
+    private let firstFire: FirstFire
+    private var state = State.new
+    private var handlerBlock: (@Sendable () -> Void)?
+    private var repeatIntervalStorage: Double?
+    private var toleranceStorage: Double = 0
+
+    /// The queue the handler runs on.
+    public let queue: GCDQueue
+
+    /// Creates a paused timer that first fires `interval` seconds after ``start()``.
+    ///
+    /// - Parameters:
+    ///   - queue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - interval: Seconds from ``start()`` to the first fire.
+    public init(queue: GCDQueue = .background, interval: Double) {
+        self.queue = queue
+        self.firstFire = .after(interval)
+        self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
+        self.source.setEventHandler { [weak self] in self?.fire() }
+    }
+
+    /// Creates a paused timer that first fires at `deadline` once started.
+    ///
+    /// - Parameters:
+    ///   - queue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - deadline: The wall-clock time of the first fire.
+    public init(queue: GCDQueue = .background, deadline: DispatchWallTime) {
+        self.queue = queue
+        self.firstFire = .at(deadline)
+        self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
+        self.source.setEventHandler { [weak self] in self?.fire() }
+    }
+
+    /// Creates, and starts, a timer that fires every `seconds`.
+    ///
+    /// - Parameters:
+    ///   - seconds: The interval before the first fire and between fires.
+    ///   - onQueue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - handler: What to do on each fire.
+    /// - Returns: The running timer. Keep it: releasing it stops it.
+    public static func scheduleWithInterval(
+        _ seconds: Double,
+        onQueue: GCDQueue = .background,
+        handler: @escaping @Sendable () -> Void
+    ) -> GCDTimer {
+        let timer = GCDTimer(queue: onQueue, interval: seconds)
+        timer.repeatInterval = seconds
+        timer.handler(handler)
+        timer.start()
+        return timer
+    }
+
+    deinit {
+        // A suspended or never-resumed source must be resumed before it is cancelled and released.
+        switch self.state {
+        case .new, .paused:
+            self.source.resume()
+            self.source.cancel()
+        case .running:
+            self.source.cancel()
+        case .finished:
+            break
+        }
+    }
+
+    /// Seconds between fires after the first; `nil` (the default) fires once.
+    ///
+    /// Takes effect at the next ``start()`` of a new timer.
+    public var repeatInterval: Double? {
+        get { self.lock.withLock { self.repeatIntervalStorage } }
+        set { self.lock.withLock { self.repeatIntervalStorage = newValue } }
+    }
+
+    /// How late, in seconds, each fire may come: the source's leeway.
+    ///
+    /// Takes effect at the next ``start()`` of a new timer.
+    public var tolerance: Double {
+        get { self.lock.withLock { self.toleranceStorage } }
+        set { self.lock.withLock { self.toleranceStorage = newValue } }
+    }
+
+    /// Whether the timer is started and not paused, stopped or finished.
+    public var isRunning: Bool {
+        self.lock.withLock { self.state == .running }
+    }
+
+    /// Sets what runs on each fire, replacing the previous handler.
+    ///
+    /// - Parameter block: Runs on the timer's queue.
+    public func handler(_ block: @escaping @Sendable () -> Void) {
+        self.lock.withLock { self.handlerBlock = block }
+    }
+
+    /// Starts a new timer, or resumes a paused one; does nothing to a running, stopped or finished timer.
+    public func start() {
+        self.lock.withLock {
+            switch self.state {
+            case .new:
+                self.schedule()
+                self.source.resume()
+                self.state = .running
+            case .paused:
+                self.source.resume()
+                self.state = .running
+            case .running, .finished:
+                break
+            }
+        }
+    }
+
+    /// Pauses a running timer.
+    ///
+    /// ``start()`` resumes it. Does nothing in any other state.
+    public func pause() {
+        self.lock.withLock {
+            guard self.state == .running else { return }
+            self.source.suspend()
+            self.state = .paused
+        }
+    }
+
+    /// Stops the timer for good.
+    public func stop() {
+        self.lock.withLock { self.finish() }
+    }
+
+    private func schedule() {
+        let repeating: DispatchTimeInterval = self.repeatIntervalStorage.map(Self.interval) ?? .never
+        let leeway = Self.interval(self.toleranceStorage)
+        switch self.firstFire {
+        case .after(let seconds):
+            self.source.schedule(deadline: .now() + seconds, repeating: repeating, leeway: leeway)
+        case .at(let deadline):
+            self.source.schedule(wallDeadline: deadline, repeating: repeating, leeway: leeway)
+        }
+    }
+
+    /// Cancels the source, resuming it first if it is suspended; call with the lock held.
+    private func finish() {
+        switch self.state {
+        case .new, .paused:
+            self.source.resume()
+            self.source.cancel()
+        case .running:
+            self.source.cancel()
+        case .finished:
+            return
+        }
+        self.state = .finished
+    }
+
+    private func fire() {
+        let handler = self.lock.withLock { () -> (@Sendable () -> Void)? in
+            guard self.state == .running else { return nil }
+            if self.repeatIntervalStorage == nil { self.finish() }
+            return self.handlerBlock
+        }
+        handler?()
+    }
+
+    private static func interval(_ seconds: Double) -> DispatchTimeInterval {
+        .nanoseconds(Int(max(0, seconds) * 1_000_000_000))
+    }
+}

@@ -1,0 +1,57 @@
+import AtomicPrimitives
+
+// Eki's sugar for its Semaphore, Mutex and LockedObject, which are AtomicPrimitives' CountingSemaphore, MutexLock and
+// AtomicBox.
+
+extension CountingSemaphore {
+    /// Runs `block` holding one of `semaphore`'s resources: the same as `semaphore.perform(block)`.
+    ///
+    /// - Parameters:
+    ///   - semaphore: The semaphore.
+    ///   - block: The work.
+    /// - Returns: What `block` returns.
+    @discardableResult
+    public static func <<< <Result>(semaphore: CountingSemaphore, block: () throws -> Result) rethrows -> Result {
+        try semaphore.perform(block)
+    }
+
+    /// Takes a resource, waiting for one: the same as `semaphore.wait()`.
+    ///
+    /// - Parameter semaphore: The semaphore.
+    public static postfix func -- (semaphore: CountingSemaphore) {
+        semaphore.wait()
+    }
+
+    /// Gives a resource back: the same as `semaphore.signal()`.
+    ///
+    /// - Parameter semaphore: The semaphore.
+    public static postfix func ++ (semaphore: CountingSemaphore) {
+        semaphore.signal()
+    }
+}
+
+extension MutexLock {
+    /// Runs `block` holding `lock`: the same as `lock.withLock(block)`.
+    ///
+    /// - Parameters:
+    ///   - lock: The lock.
+    ///   - block: The critical section.
+    /// - Returns: What `block` returns.
+    @discardableResult
+    public static func <<< <Result>(lock: MutexLock, block: () throws -> Result) rethrows -> Result {
+        try lock.withLock(block)
+    }
+}
+
+extension AtomicBox {
+    /// Runs `block` on `box`'s value under its lock: the same as `box.mutate(block)`.
+    ///
+    /// - Parameters:
+    ///   - box: The box.
+    ///   - block: Gets the value `inout`.
+    /// - Returns: What `block` returns.
+    @discardableResult
+    public static func <<< <Result>(box: AtomicBox, block: (inout Value) throws -> Result) rethrows -> Result {
+        try box.mutate(block)
+    }
+}

@@ -1,0 +1,177 @@
+import AtomicPrimitives
+import Dispatch
+
+/// A dispatch queue with a short vocabulary: Eki's `Queue`, alive again on Swift 6 and Linux.
+///
+/// ```swift
+/// let work = GCDQueue(name: "work")
+/// work.async { print("in the background") }
+/// let answer = work.sync { 42 }
+/// GCDQueue.main <<< { print("on main") }
+/// ```
+///
+/// ``sync(_:)`` on the queue you are already in — directly, or through nested `sync` calls — runs the block inline
+/// instead of deadlocking. ``current`` names the queue the calling code runs in. Both use queue-specific keys and a
+/// per-thread record, never queue identity: on Linux `DispatchQueue.main` is a new object on every access.
+///
+/// > Note: On Linux, ``userInteractive`` and ``userInitiated`` are one underlying global queue, so they compare
+/// > equal and ``current`` reports the same one for both.
+public struct GCDQueue: Sendable, Equatable {
+    /// Whether a queue made by ``init(name:kind:)`` runs one block at a time.
+    public enum Kind: Sendable, Hashable {
+        /// One block at a time, in order.
+        case serial
+        /// Many blocks at once; barrier blocks run alone.
+        case concurrent
+    }
+
+    /// The underlying dispatch queue.
+    public let dispatchQueue: DispatchQueue
+    let marker: QueueMarker
+
+    private init(_ dispatchQueue: DispatchQueue, marker: QueueMarker) {
+        self.dispatchQueue = dispatchQueue
+        self.marker = marker
+    }
+
+    /// Creates a queue of its own.
+    ///
+    /// - Parameters:
+    ///   - name: The queue's label, shown in debuggers and crash logs.
+    ///   - kind: ``Kind/serial`` unless you say otherwise.
+    public init(name: String, kind: Kind = .serial) {
+        let queue = DispatchQueue(label: name, attributes: kind == .concurrent ? .concurrent : [])
+        self.init(queue, marker: .custom(queue, isSerial: kind == .serial))
+    }
+
+    /// Two queues are equal when they denote the same underlying queue.
+    public static func == (lhs: GCDQueue, rhs: GCDQueue) -> Bool {
+        lhs.marker === rhs.marker
+    }
+
+    // MARK: The standard queues
+
+    /// The main queue.
+    public static let main = GCDQueue(.main, marker: .standard(.main, isSerial: true))
+    /// The global queue for user-interactive work; on Linux the same queue as ``userInitiated``.
+    public static let userInteractive = standard(.userInteractive)
+    /// The global queue for user-initiated work.
+    public static let userInitiated = standard(.userInitiated)
+    /// The global queue of default quality of service.
+    public static let `default` = standard(.default)
+    /// The global queue for utility work.
+    public static let utility = standard(.utility)
+    /// The global queue for background work.
+    public static let background = standard(.background)
+
+    private static func standard(_ qos: DispatchQoS.QoSClass) -> GCDQueue {
+        #if os(Linux)
+        if qos == .userInteractive { return self.userInitiated }
+        #endif
+        let queue = DispatchQueue.global(qos: qos)
+        return GCDQueue(queue, marker: .standard(queue, isSerial: false))
+    }
+
+    /// Touched before reading markers, so that main and every global queue carry theirs.
+    static let standardQueuesRegistered: Bool = {
+        _ = [main, userInteractive, userInitiated, `default`, utility, background]
+        return true
+    }()
+
+    // MARK: Where the caller runs
+
+    /// The innermost DispatchKit queue the calling code runs in: main, a global queue, or one made by
+    /// ``init(name:kind:)``; `nil` elsewhere.
+    ///
+    /// Inside a serial `DispatchQueue` that DispatchKit did not make it is `nil`; inside a raw concurrent queue it may
+    /// be the global queue that queue targets.
+    public static var current: GCDQueue? {
+        guard let marker = QueueMarker.innermost, let queue = marker.queue else { return nil }
+        return GCDQueue(queue, marker: marker)
+    }
+
+    /// Whether the calling code runs in this queue, directly or through `sync` calls nested inside it.
+    public var isCurrent: Bool {
+        SyncRecord.isInside(self.marker, innermost: QueueMarker.innermost)
+    }
+
+    // MARK: Running blocks
+
+    /// Runs `block` asynchronously on this queue.
+    ///
+    /// - Parameter block: The work.
+    /// - Returns: This queue, so that calls can be chained.
+    @discardableResult
+    public func async(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
+        self.dispatchQueue.async(execute: block)
+        return self
+    }
+
+    /// Runs each of `blocks` asynchronously on this queue, in order of submission.
+    ///
+    /// - Parameter blocks: The work items.
+    /// - Returns: This queue, so that calls can be chained.
+    @discardableResult
+    public func async(_ blocks: [@Sendable () -> Void]) -> GCDQueue {
+        for block in blocks { self.dispatchQueue.async(execute: block) }
+        return self
+    }
+
+    /// Runs `block` on this queue and waits for its result.
+    ///
+    /// Called on a thread already inside this queue — directly, or through nested `sync` calls — it runs `block`
+    /// inline instead of deadlocking.
+    /// - Parameter block: The work; it runs on the calling thread.
+    /// - Returns: What `block` returns.
+    /// - Throws: What `block` throws.
+    public func sync<Result>(_ block: () throws -> Result) rethrows -> Result {
+        let innermost = QueueMarker.innermost
+        if SyncRecord.isInside(self.marker, innermost: innermost) {
+            return try block()
+        }
+        return try SyncRecord.withOuterQueue(innermost) {
+            try self.dispatchQueue.sync(execute: block)
+        }
+    }
+
+    /// Runs `block` alone on this queue: after the blocks before it, before the ones after it.
+    ///
+    /// On a serial queue this is the same as ``async(_:)-(()->Void)``; on a global queue there is no barrier.
+    /// - Parameter block: The work.
+    /// - Returns: This queue, so that calls can be chained.
+    @discardableResult
+    public func barrierAsync(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
+        self.dispatchQueue.async(flags: .barrier, execute: block)
+        return self
+    }
+
+    /// Runs `block` on this queue after `seconds`.
+    ///
+    /// - Parameters:
+    ///   - seconds: The delay; the block runs no earlier.
+    ///   - block: The work.
+    /// - Returns: This queue, so that calls can be chained.
+    @discardableResult
+    public func after(_ seconds: Double, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
+        self.dispatchQueue.asyncAfter(deadline: .now() + seconds, execute: block)
+        return self
+    }
+
+    /// Runs `block` `count` times with indexes `0..<count`, and returns once all have run.
+    ///
+    /// On a serial queue, or when the caller is already inside this queue, the iterations run inline, in order;
+    /// otherwise they may run in parallel.
+    /// - Parameters:
+    ///   - count: How many iterations.
+    ///   - block: One iteration.
+    public func iterate(_ count: Int, _ block: @Sendable (Int) -> Void) {
+        precondition(count >= 0, "GCDQueue.iterate: count must be 0 or more, got \(count)")
+        if self.marker.isSerial || self.isCurrent {
+            self.sync {
+                for index in 0..<count { block(index) }
+            }
+        } else {
+            self.sync { DispatchQueue.concurrentPerform(iterations: count, execute: block) }
+        }
+    }
+}

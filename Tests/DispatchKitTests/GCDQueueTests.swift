@@ -1,0 +1,159 @@
+import Dispatch
+import DispatchKit
+import TestSupport
+import Testing
+
+@Suite("GCDQueue", .timeLimit(.minutes(1)))
+struct GCDQueueTests {
+    @Test(
+        "current names main, each global queue and custom queues",
+        arguments: [
+            ("main", GCDQueue.main), ("userInitiated", .userInitiated), ("default", .default),
+            ("utility", .utility), ("background", .background),
+        ]
+    )
+    func currentOnStandardQueues(name: String, queue: GCDQueue) {
+        let seen = AtomicBox<(GCDQueue?, Bool)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        queue.async {
+            seen.mutate { $0 = (GCDQueue.current, queue.isCurrent) }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(seen.value?.0 == queue, "current on \(name)")
+        #expect(seen.value?.1 == true)
+    }
+
+    @Test("userInteractive and userInitiated are one queue on Linux")
+    func userInteractiveIsUserInitiated() {
+        #if os(Linux)
+        #expect(GCDQueue.userInteractive == GCDQueue.userInitiated)
+        #endif
+        #expect(GCDQueue.utility != GCDQueue.background)
+    }
+
+    @Test("current on a custom queue, nil on a raw serial queue and on a plain thread")
+    func currentOnCustomAndRawQueues() {
+        let custom = GCDQueue(name: "test.custom")
+        #expect(custom.sync { GCDQueue.current } == custom)
+        #expect(custom.isCurrent == false)
+        #expect(GCDQueue.main.isCurrent == false)
+        let raw = DispatchQueue(label: "test.raw")
+        #expect(raw.sync { GCDQueue.current } == nil)
+        // A plain thread (the test itself runs on the cooperative pool, which dispatch's global workers serve).
+        let onThread = AtomicBox<Bool?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        onNewThread {
+            onThread.mutate { $0 = GCDQueue.current == nil }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(onThread.value == true)
+        #expect(custom != GCDQueue(name: "test.custom"), "two queues with one name are two queues")
+    }
+
+    @Test("a custom queue's entry does not keep the queue alive")
+    func markerDoesNotRetainQueue() {
+        weak var weakQueue: DispatchQueue?
+        do {
+            let queue = GCDQueue(name: "test.lifetime")
+            weakQueue = queue.dispatchQueue
+            queue.sync {}
+        }
+        #expect(weakQueue == nil)
+    }
+
+    @Test("sync returns the block's value and runs inline on its own queue, also through nested syncs")
+    func syncGuard() {
+        let a = GCDQueue(name: "test.a")
+        let b = GCDQueue(name: "test.b")
+        #expect(a.sync { 41 + 1 } == 42)
+        let nested = a.sync { b.sync { a.sync { "inline" } } }
+        #expect(nested == "inline")
+        let fromAsync = AtomicBox<String?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        a.async {
+            let value = b.sync { a.sync { a.isCurrent ? "inside a" : "not inside" } }
+            fromAsync.mutate { $0 = value }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(fromAsync.value == "inside a")
+    }
+
+    @Test("sync rethrows the block's error")
+    func syncThrows() {
+        struct Boom: Error {}
+        #expect(throws: Boom.self) { try GCDQueue(name: "test.throw").sync { throw Boom() } }
+    }
+
+    @Test("async chains with <<<, arrays keep their order, and a serial queue keeps submission order")
+    func asyncAndOperator() {
+        let queue = GCDQueue(name: "test.async")
+        let log = AtomicBox<[Int]>([])
+        let done = DispatchSemaphore(value: 0)
+        queue <<< { log.mutate { $0.append(1) } } <<< { log.mutate { $0.append(2) } }
+        queue.async([{ log.mutate { $0.append(3) } }, { log.mutate { $0.append(4) } }])
+        queue.async { done.signal() }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(log.value == [1, 2, 3, 4])
+    }
+
+    @Test("a barrier on a concurrent queue runs after the blocks before it and before the ones after")
+    func barrier() {
+        let queue = GCDQueue(name: "test.barrier", kind: .concurrent)
+        let log = AtomicBox<[String]>([])
+        let group = DispatchGroup()
+        for _ in 0..<8 {
+            group.enter()
+            queue <<< {
+                log.mutate { $0.append("before") }
+                group.leave()
+            }
+        }
+        group.enter()
+        queue |<| {
+            log.mutate { $0.append("barrier") }
+            group.leave()
+        }
+        for _ in 0..<8 {
+            group.enter()
+            queue <<< {
+                log.mutate { $0.append("after") }
+                group.leave()
+            }
+        }
+        #expect(group.wait(timeout: deadline()) == .success)
+        #expect(log.value == Array(repeating: "before", count: 8) + ["barrier"] + Array(repeating: "after", count: 8))
+    }
+
+    @Test("after waits at least the given time")
+    func after() {
+        let start = DispatchTime.now()
+        let elapsed = AtomicBox<UInt64>(0)
+        let done = DispatchSemaphore(value: 0)
+        GCDQueue(name: "test.after").after(0.05) {
+            elapsed.mutate { $0 = DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(elapsed.value >= 50_000_000)
+    }
+
+    @Test(
+        "iterate runs every index once and returns after all of them",
+        arguments: [GCDQueue.Kind.serial, .concurrent]
+    )
+    func iterate(kind: GCDQueue.Kind) {
+        let queue = GCDQueue(name: "test.iterate", kind: kind)
+        let seen = AtomicBox<[Int]>([])
+        queue.iterate(100) { index in seen.mutate { $0.append(index) } }
+        #expect(seen.value.sorted() == Array(0..<100))
+        let inline = queue.sync { () -> [Int] in
+            let inner = AtomicBox<[Int]>([])
+            queue.iterate(5) { index in inner.mutate { $0.append(index) } }
+            return inner.value
+        }
+        #expect(inline.sorted() == [0, 1, 2, 3, 4], "called inside its own queue it runs inline")
+    }
+}
