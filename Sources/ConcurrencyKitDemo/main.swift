@@ -10,6 +10,7 @@ DispatchQueue.global().async {
     print("ConcurrencyKit demo\n")
     AtomicPrimitivesScene.run()
     SafeValueCoreScene.run()
+    DispatchKitScene.run()
     CallbackRoutingScene.run()
     print("\nDone.")
     exit(0)

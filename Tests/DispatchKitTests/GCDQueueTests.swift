@@ -157,3 +157,19 @@ struct GCDQueueTests {
         #expect(inline.sorted() == [0, 1, 2, 3, 4], "called inside its own queue it runs inline")
     }
 }
+
+@Suite("GCDQueue.sync from the main queue", .timeLimit(.minutes(1)))
+struct GCDQueueMainSyncTests {
+    @Test("main.sync nested inside another queue's sync, called from the main queue, runs inline")
+    func nestedMainSync() {
+        let other = GCDQueue(name: "test.main.nested")
+        let result = AtomicBox<String?>(nil)
+        #expect(
+            onMainQueue {
+                let value = other.sync { GCDQueue.main.sync { "inline on main" } }
+                result.mutate { $0 = value }
+            }
+        )
+        #expect(result.value == "inline on main")
+    }
+}

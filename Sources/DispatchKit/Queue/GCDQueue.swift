@@ -27,6 +27,7 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// The underlying dispatch queue.
     public let dispatchQueue: DispatchQueue
+    @usableFromInline
     let marker: QueueMarker
 
     private init(_ dispatchQueue: DispatchQueue, marker: QueueMarker) {
@@ -72,11 +73,21 @@ public struct GCDQueue: Sendable, Equatable {
         return GCDQueue(queue, marker: .standard(queue, isSerial: false))
     }
 
-    /// Touched before reading markers, so that main and every global queue carry theirs.
-    static let standardQueuesRegistered: Bool = {
-        _ = [main, userInteractive, userInitiated, `default`, utility, background]
-        return true
+    /// The markers of the global queues (each once); reading it installs them, and main's.
+    static let globalMarkers: [QueueMarker] = {
+        _ = main
+        var markers: [QueueMarker] = []
+        for queue in [userInteractive, userInitiated, `default`, utility, background]
+        where !markers.contains(where: { $0 === queue.marker }) {
+            markers.append(queue.marker)
+        }
+        return markers
     }()
+
+    /// Touched before reading markers, so that main and every global queue carry theirs.
+    static var standardQueuesRegistered: Bool {
+        !self.globalMarkers.isEmpty
+    }
 
     // MARK: Where the caller runs
 
@@ -91,8 +102,11 @@ public struct GCDQueue: Sendable, Equatable {
     }
 
     /// Whether the calling code runs in this queue, directly or through `sync` calls nested inside it.
+    ///
+    /// A global queue counts only when the code runs in it directly: global queues are concurrent and take no
+    /// barriers, so being inside one never makes a `sync` onto it deadlock, and it is not recorded.
     public var isCurrent: Bool {
-        SyncRecord.isInside(self.marker, innermost: QueueMarker.innermost)
+        SyncRecord.isInside(self.marker.id, innermostID: self.marker.innermostID)
     }
 
     // MARK: Running blocks
@@ -102,6 +116,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Parameter block: The work.
     /// - Returns: This queue, so that calls can be chained.
     @discardableResult
+    @inlinable
     public func async(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
         self.dispatchQueue.async(execute: block)
         return self
@@ -124,14 +139,34 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Parameter block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
-    public func sync<Result>(_ block: () throws -> Result) rethrows -> Result {
-        let innermost = QueueMarker.innermost
-        if SyncRecord.isInside(self.marker, innermost: innermost) {
-            return try block()
+    @inlinable
+    public func sync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
+        // Inlined and specialized in the caller, so that the closure handed to Dispatch is built here, as a direct
+        // `DispatchQueue.sync` call's would be; the decision is the non-generic `syncEntry()`.
+        let entry = self.syncEntry()
+        if entry == Self.inlineEntry { return try block() }
+        var outcome: Swift.Result<Output, Failure>?
+        if entry == 0 {
+            self.dispatchQueue.sync { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+        } else {
+            SyncRecord.withOuterQueue(entry) {
+                self.dispatchQueue.sync { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+            }
         }
-        return try SyncRecord.withOuterQueue(innermost) {
-            try self.dispatchQueue.sync(execute: block)
-        }
+        return try outcome!.get()
+    }
+
+    /// What ``syncEntry()`` returns when the caller is already inside this queue.
+    @usableFromInline
+    static let inlineEntry = UInt.max
+
+    /// How `sync` must run: ``inlineEntry`` if the thread is inside this queue already; otherwise the marker id of
+    /// the DispatchKit queue the caller is in (to record while it waits), or 0.
+    @usableFromInline
+    func syncEntry() -> UInt {
+        _ = Self.standardQueuesRegistered  // so that main and the global queues are recorded as outer queues
+        let innermostID = self.marker.innermostID
+        return SyncRecord.isInside(self.marker.id, innermostID: innermostID) ? Self.inlineEntry : innermostID
     }
 
     /// Runs `block` alone on this queue: after the blocks before it, before the ones after it.

@@ -1,19 +1,31 @@
 import Dispatch
+import Synchronization
 
 /// The identity of a queue DispatchKit knows: main, a global queue, or one made by `GCDQueue(name:kind:)`.
 ///
-/// A marker is set on its queue under ``key``, so `DispatchQueue.getSpecific(key:)` names the queue the caller runs
-/// in (a queue DispatchKit did not make has none, except that a raw concurrent queue reports the global queue it
-/// targets). A custom queue's marker holds the queue weakly, so the entry does not keep the queue alive.
+/// A marker is set on its queue twice: the object under ``key`` (the queue keeps it alive), and its ``id`` under
+/// ``idKey``. `DispatchQueue.getSpecific(key:)` then names the queue the caller runs in (a queue DispatchKit did not
+/// make has none, except that a raw concurrent queue reports the global queue it targets). Identity checks read the
+/// plain number, which costs no retain and release; ``GCDQueue/current`` reads the object. A custom queue's marker
+/// holds the queue weakly, so the entry does not keep the queue alive.
+@usableFromInline
 final class QueueMarker: @unchecked Sendable {
     // Safety: both queue references are written once, in `init`, and only read afterwards.
     private let standardQueue: DispatchQueue?
     private weak var customQueue: DispatchQueue?
     /// Whether the queue runs one block at a time.
     let isSerial: Bool
+    /// The address of the overlay's box for this marker's ``id``, once seen: see ``SpecificLookup``.
+    let confirmedBoxAddress = Atomic<UInt>(0)
 
-    /// The one key every marker is set under.
+    /// The key every marker object is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
+
+    /// The key every marker's ``id`` is set under.
+    static let idKey = DispatchSpecificKey<UInt>()
+
+    /// A number that identifies this marker (its address), never 0.
+    var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool) {
         self.standardQueue = standard
@@ -23,16 +35,18 @@ final class QueueMarker: @unchecked Sendable {
 
     /// A marker for main or a global queue, which live for the whole process.
     static func standard(_ queue: DispatchQueue, isSerial: Bool) -> QueueMarker {
-        let marker = QueueMarker(standard: queue, custom: nil, isSerial: isSerial)
-        queue.setSpecific(key: self.key, value: marker)
-        return marker
+        QueueMarker(standard: queue, custom: nil, isSerial: isSerial).installed(on: queue)
     }
 
     /// A marker for a queue made by DispatchKit, held weakly.
     static func custom(_ queue: DispatchQueue, isSerial: Bool) -> QueueMarker {
-        let marker = QueueMarker(standard: nil, custom: queue, isSerial: isSerial)
-        queue.setSpecific(key: self.key, value: marker)
-        return marker
+        QueueMarker(standard: nil, custom: queue, isSerial: isSerial).installed(on: queue)
+    }
+
+    private func installed(on queue: DispatchQueue) -> QueueMarker {
+        queue.setSpecific(key: Self.key, value: self)
+        queue.setSpecific(key: Self.idKey, value: self.id)
+        return self
     }
 
     /// The queue, while it exists.
@@ -44,5 +58,13 @@ final class QueueMarker: @unchecked Sendable {
     static var innermost: QueueMarker? {
         _ = GCDQueue.standardQueuesRegistered
         return DispatchQueue.getSpecific(key: self.key)
+    }
+
+    /// The ``id`` of the innermost DispatchKit queue the caller runs in, or 0; fastest when that queue is this one.
+    ///
+    /// Only a queue's own marker matters to the identity checks that use this, and every `GCDQueue` installs its
+    /// marker when it is made, so this skips registering the standard queues.
+    var innermostID: UInt {
+        SpecificLookup.innermostID(expecting: self)
     }
 }

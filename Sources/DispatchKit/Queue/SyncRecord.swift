@@ -6,35 +6,42 @@ import AtomicPrimitives
 /// there. Each `sync` called from inside a DispatchKit queue pushes that queue as a frame on the calling thread's
 /// stack, so that `a.sync { b.sync { a.sync { } } }` sees it is inside `a` and runs inline instead of deadlocking.
 /// Frames live on the stack of the `sync` call: no allocation.
+@usableFromInline
 enum SyncRecord {
     private struct Frame {
-        let marker: ObjectIdentifier
+        let id: UInt
         let previous: UnsafeMutableRawPointer?
     }
 
     private static let top = ThreadLocalPointer()
 
-    /// Whether the calling thread is inside the queue of `marker`, directly or through nested `sync` calls.
-    static func isInside(_ marker: QueueMarker, innermost: QueueMarker?) -> Bool {
-        if innermost === marker { return true }
+    /// Whether the calling thread is inside the queue whose marker has `id`, directly or through nested `sync`s.
+    ///
+    /// - Parameters:
+    ///   - id: The queue's marker ``QueueMarker/id``.
+    ///   - innermostID: ``QueueMarker/innermostID``, read by the caller.
+    /// - Returns: `true` if the thread runs in that queue or waits in a `sync` from inside it.
+    static func isInside(_ id: UInt, innermostID: UInt) -> Bool {
+        if innermostID == id { return true }
         var frame = self.top.value
         while let current = frame {
             let record = current.load(as: Frame.self)
-            if record.marker == ObjectIdentifier(marker) { return true }
+            if record.id == id { return true }
             frame = record.previous
         }
         return false
     }
 
-    /// Runs `body` with `outer` recorded as a queue the calling thread is inside.
-    static func withOuterQueue<Result>(_ outer: QueueMarker?, _ body: () throws -> Result) rethrows -> Result {
-        guard let outer else { return try body() }
+    /// Runs `body` with the queue whose marker has `outerID` recorded as one the calling thread is inside.
+    @usableFromInline
+    static func withOuterQueue(_ outerID: UInt, _ body: () -> Void) {
+        guard outerID != 0 else { return body() }
         let previous = self.top.value
-        var frame = Frame(marker: ObjectIdentifier(outer), previous: previous)
-        return try withUnsafeMutablePointer(to: &frame) { pointer in
+        var frame = Frame(id: outerID, previous: previous)
+        withUnsafeMutablePointer(to: &frame) { pointer in
             self.top.value = UnsafeMutableRawPointer(pointer)
             defer { self.top.value = previous }
-            return try body()
+            body()
         }
     }
 }

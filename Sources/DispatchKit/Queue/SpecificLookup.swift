@@ -1,0 +1,69 @@
+import Dispatch
+import Synchronization
+
+#if canImport(CDispatch)
+import CDispatch
+#endif
+
+/// The fast path of "which DispatchKit queue is the caller in": a raw `dispatch_get_specific`, without the Swift
+/// overlay's generic boxing, retain and release.
+///
+/// The overlay stores each specific value in a box under the key object's address. The raw lookup returns that box's
+/// address: nil means no DispatchKit queue, and a marker remembers the box address it was last confirmed under, so a
+/// match needs no overlay call. Both facts are checked once against the overlay on a private queue; if they do not
+/// hold (another Dispatch, another platform), every lookup goes through the overlay.
+enum SpecificLookup {
+    #if canImport(CDispatch)
+    private static let keyBits = UInt(bitPattern: Unmanaged.passUnretained(QueueMarker.idKey).toOpaque())
+
+    private static var keyAddress: UnsafeMutableRawPointer {
+        // An object's address is never 0.
+        UnsafeMutableRawPointer(bitPattern: self.keyBits).unsafelyUnwrapped
+    }
+
+    /// Whether the raw lookup sees exactly what the overlay sets.
+    static let isReliable: Bool = {
+        let probe = DispatchQueue(label: "DispatchKit.SpecificLookup.probe")
+        probe.setSpecific(key: QueueMarker.idKey, value: 1)
+        let (inside, overlayInside) = probe.sync {
+            (dispatch_get_specific(keyAddress) != nil, DispatchQueue.getSpecific(key: QueueMarker.idKey) == 1)
+        }
+        let outside = probe.sync {
+            DispatchQueue(label: "DispatchKit.SpecificLookup.plain").sync {
+                dispatch_get_specific(keyAddress) == nil
+            }
+        }
+        return inside && overlayInside && outside
+    }()
+    #endif
+
+    /// The ``QueueMarker/id`` of the innermost DispatchKit queue the caller runs in, or 0; fastest when that queue
+    /// is `expected`'s.
+    ///
+    /// A global queue other than `expected` also gives 0: global queues are concurrent and take no barriers, so a
+    /// thread inside one never needs it recorded to avoid a deadlock, and code mostly runs on them.
+    static func innermostID(expecting expected: QueueMarker) -> UInt {
+        #if canImport(CDispatch)
+        if self.isReliable {
+            guard let box = dispatch_get_specific(self.keyAddress) else { return 0 }
+            let address = UInt(bitPattern: box)
+            if address == expected.confirmedBoxAddress.load(ordering: .relaxed) { return expected.id }
+            // Most code runs on a global queue: their boxes live for the whole process, so theirs are kept too.
+            let globals = GCDQueue.globalMarkers
+            for marker in globals where address == marker.confirmedBoxAddress.load(ordering: .relaxed) {
+                return 0
+            }
+            let id = DispatchQueue.getSpecific(key: QueueMarker.idKey) ?? 0
+            if id == expected.id {
+                expected.confirmedBoxAddress.store(address, ordering: .relaxed)
+            } else if let global = globals.first(where: { $0.id == id }) {
+                global.confirmedBoxAddress.store(address, ordering: .relaxed)
+                return 0
+            }
+            return id
+        }
+        #endif
+        let id = DispatchQueue.getSpecific(key: QueueMarker.idKey) ?? 0
+        return id != expected.id && GCDQueue.globalMarkers.contains(where: { $0.id == id }) ? 0 : id
+    }
+}
