@@ -173,3 +173,20 @@ struct GCDQueueMainSyncTests {
         #expect(result.value == "inline on main")
     }
 }
+
+@Suite("GCDQueue identity caches", .timeLimit(.minutes(1)))
+struct GCDQueueIdentityCacheTests {
+    @Test("a global queue is still current after its box was learned through a query about another queue")
+    func globalAfterUnrelatedQuery() {
+        let custom = GCDQueue(name: "test.cache.custom")
+        let seen = AtomicBox<[Bool]>([])
+        let done = DispatchSemaphore(value: 0)
+        GCDQueue.utility.async {
+            let answers = [custom.isCurrent, custom.isCurrent, GCDQueue.utility.isCurrent, GCDQueue.default.isCurrent]
+            seen.mutate { $0 = answers }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(seen.value == [false, false, true, false])
+    }
+}

@@ -85,9 +85,7 @@ public struct GCDQueue: Sendable, Equatable {
     }()
 
     /// Touched before reading markers, so that main and every global queue carry theirs.
-    static var standardQueuesRegistered: Bool {
-        !self.globalMarkers.isEmpty
-    }
+    static let standardQueuesRegistered: Bool = !globalMarkers.isEmpty
 
     // MARK: Where the caller runs
 

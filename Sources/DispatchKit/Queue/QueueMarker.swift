@@ -49,6 +49,11 @@ final class QueueMarker: @unchecked Sendable {
         return self
     }
 
+    /// Whether this is a global queue's marker.
+    var isGlobal: Bool {
+        self.standardQueue != nil && !self.isSerial
+    }
+
     /// The queue, while it exists.
     var queue: DispatchQueue? {
         self.standardQueue ?? self.customQueue

@@ -21,6 +21,8 @@ enum SpecificLookup {
         UnsafeMutableRawPointer(bitPattern: self.keyBits).unsafelyUnwrapped
     }
 
+    private static let globalBoxes = GlobalBoxes()
+
     /// Whether the raw lookup sees exactly what the overlay sets.
     static let isReliable: Bool = {
         let probe = DispatchQueue(label: "DispatchKit.SpecificLookup.probe")
@@ -48,16 +50,14 @@ enum SpecificLookup {
             guard let box = dispatch_get_specific(self.keyAddress) else { return 0 }
             let address = UInt(bitPattern: box)
             if address == expected.confirmedBoxAddress.load(ordering: .relaxed) { return expected.id }
-            // Most code runs on a global queue: their boxes live for the whole process, so theirs are kept too.
-            let globals = GCDQueue.globalMarkers
-            for marker in globals where address == marker.confirmedBoxAddress.load(ordering: .relaxed) {
-                return 0
-            }
+            // Most code runs on a global queue: their boxes live for the whole process, so their addresses are kept.
+            // (Not when asked about a global queue: the table does not say which global a box belongs to.)
+            if !expected.isGlobal && self.globalBoxes.contains(address) { return 0 }
             let id = DispatchQueue.getSpecific(key: QueueMarker.idKey) ?? 0
             if id == expected.id {
                 expected.confirmedBoxAddress.store(address, ordering: .relaxed)
-            } else if let global = globals.first(where: { $0.id == id }) {
-                global.confirmedBoxAddress.store(address, ordering: .relaxed)
+            } else if GCDQueue.globalMarkers.contains(where: { $0.id == id }) {
+                self.globalBoxes.insert(address)
                 return 0
             }
             return id
@@ -65,5 +65,37 @@ enum SpecificLookup {
         #endif
         let id = DispatchQueue.getSpecific(key: QueueMarker.idKey) ?? 0
         return id != expected.id && GCDQueue.globalMarkers.contains(where: { $0.id == id }) ? 0 : id
+    }
+}
+
+/// The overlay's box addresses of the global queues' ids, once seen: a fixed table, read without locks or retains.
+private final class GlobalBoxes: Sendable {
+    // Five global queues at most (four on Linux, where user-interactive is user-initiated).
+    private let first = Atomic<UInt>(0)
+    private let second = Atomic<UInt>(0)
+    private let third = Atomic<UInt>(0)
+    private let fourth = Atomic<UInt>(0)
+    private let fifth = Atomic<UInt>(0)
+
+    func contains(_ address: UInt) -> Bool {
+        self.first.load(ordering: .relaxed) == address || self.second.load(ordering: .relaxed) == address
+            || self.third.load(ordering: .relaxed) == address || self.fourth.load(ordering: .relaxed) == address
+            || self.fifth.load(ordering: .relaxed) == address
+    }
+
+    func insert(_ address: UInt) {
+        guard !self.contains(address) else { return }
+        if Self.claim(self.first, address) || Self.claim(self.second, address) || Self.claim(self.third, address)
+            || Self.claim(self.fourth, address)
+        {
+            return
+        }
+        _ = Self.claim(self.fifth, address)
+    }
+
+    /// Stores `address` in an empty `slot`; `true` if it did, or if the slot already holds it.
+    private static func claim(_ slot: borrowing Atomic<UInt>, _ address: UInt) -> Bool {
+        let exchange = slot.compareExchange(expected: 0, desired: address, ordering: .relaxed)
+        return exchange.exchanged || exchange.original == address
     }
 }
