@@ -18,7 +18,7 @@ let swiftSettings: [SwiftSetting] = [
 let upperModules = ["SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
 /// The modules that have a test target, `Tests/<Module>Tests`.
-let testedModules = ["AtomicPrimitives", "SafeValueCore", "DispatchKit", "CallbackRouting"]
+let testedModules = ["AtomicPrimitives", "SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
 let package = Package(
     name: "ConcurrencyKit",

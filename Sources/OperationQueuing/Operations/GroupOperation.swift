@@ -1,0 +1,49 @@
+import Foundation
+
+/// Operations run concurrently as one: the group finishes after all of them, and after its completion handler.
+///
+/// ```swift
+/// let thumbnails = GroupOperation(images.map(ThumbnailOperation.init)) { print("all thumbnails done") }
+/// let publish = ConcurrentOperation { _ in publishGallery() }
+/// queuer.addChainedOperations(thumbnails, publish)  // publish starts after the handler
+/// ```
+///
+/// While its operations run, the group holds a place on its queue but no thread: it finishes from a block that
+/// depends on all of them. Its ``allOperationsSucceeded`` is its ``ConcurrentOperation/success``; a group makes one
+/// attempt, since operations cannot run twice.
+open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
+    /// The operations the group runs.
+    public let operations: [ConcurrentOperation]
+    private let completionHandler: (@Sendable () -> Void)?
+    private let queue = OperationQueue()
+
+    /// Creates a group of `operations`.
+    ///
+    /// - Parameters:
+    ///   - operations: Run concurrently when the group starts.
+    ///   - completionHandler: Runs after all of them have finished, before the group finishes.
+    public init(_ operations: [ConcurrentOperation], completionHandler: (@Sendable () -> Void)? = nil) {
+        self.operations = operations
+        self.completionHandler = completionHandler
+        super.init(name: "GroupOperation")
+        self.maximumRetries = 1
+        self.manualFinish = true
+    }
+
+    /// Whether every operation of the group succeeded.
+    public var allOperationsSucceeded: Bool {
+        self.operations.allSatisfy(\.success)
+    }
+
+    /// Runs the operations, then the completion handler, then finishes the group; blocks no thread.
+    override open func execute() {
+        let operations = self.operations
+        let completionHandler = self.completionHandler
+        let finished = BlockOperation { [self] in
+            completionHandler?()
+            self.finish(success: self.allOperationsSucceeded)
+        }
+        for operation in operations { finished.addDependency(operation) }
+        self.queue.addOperations(operations + [finished], waitUntilFinished: false)
+    }
+}

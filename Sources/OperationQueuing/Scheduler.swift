@@ -1,0 +1,83 @@
+import AtomicPrimitives
+import Dispatch
+
+/// A timer that runs a handler at a deadline, once or repeatedly: Queuer's `Scheduler`, without its crashes.
+///
+/// ```swift
+/// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) { ping() }
+/// heartbeat.cancel()
+/// ```
+///
+/// It starts at `deadline` once it has a handler — given to `init`, or set by the first ``setHandler(_:)`` — and
+/// repeats every `repeating` (`.never` fires once). Setting a handler again replaces it. Releasing a scheduler is safe
+/// in every state: never started, running or cancelled.
+public final class Scheduler: @unchecked Sendable {
+    /// The underlying timer source.
+    ///
+    /// Do not resume, suspend or cancel it directly.
+    public let timer: any DispatchSourceTimer
+    private let deadline: DispatchTime
+    private let repeating: DispatchTimeInterval
+    // Safety: `isStarted`, `isCancelled` and `handler` are only touched under `lock`.
+    private let lock = MutexLock()
+    private var isStarted = false
+    private var isCancelled = false
+    private var handler: (@Sendable () -> Void)?
+
+    /// Creates a scheduler, started at once if `handler` is given.
+    ///
+    /// - Parameters:
+    ///   - deadline: When it first fires.
+    ///   - repeating: The interval between fires; `.never` (the default) fires once.
+    ///   - qualityOfService: The quality of service of the global queue the handler runs on.
+    ///   - handler: What to run; without one, the scheduler starts at the first ``setHandler(_:)``.
+    public init(
+        deadline: DispatchTime,
+        repeating: DispatchTimeInterval = .never,
+        qualityOfService: DispatchQoS = .default,
+        handler: (@Sendable () -> Void)? = nil
+    ) {
+        self.deadline = deadline
+        self.repeating = repeating
+        self.timer = DispatchSource.makeTimerSource(queue: .global(qos: qualityOfService.qosClass))
+        self.timer.setEventHandler { [weak self] in self?.fire() }
+        if let handler { self.setHandler(handler) }
+    }
+
+    deinit {
+        // A never-resumed source must be resumed before it is cancelled and released.
+        if !self.isStarted { self.timer.resume() }
+        if !self.isCancelled { self.timer.cancel() }
+    }
+
+    /// Sets what runs on each fire, replacing the previous handler; the first handler starts the scheduler.
+    ///
+    /// - Parameter handler: Runs on a global queue.
+    public func setHandler(_ handler: @escaping @Sendable () -> Void) {
+        self.lock.withLock {
+            self.handler = handler
+            guard !self.isStarted, !self.isCancelled else { return }
+            self.isStarted = true
+            self.timer.schedule(deadline: self.deadline, repeating: self.repeating)
+            self.timer.resume()
+        }
+    }
+
+    /// Stops the scheduler for good.
+    public func cancel() {
+        self.lock.withLock {
+            guard !self.isCancelled else { return }
+            if !self.isStarted {
+                self.isStarted = true
+                self.timer.resume()
+            }
+            self.isCancelled = true
+            self.timer.cancel()
+        }
+    }
+
+    private func fire() {
+        let handler = self.lock.withLock { self.isCancelled ? nil : self.handler }
+        handler?()
+    }
+}

@@ -1,0 +1,50 @@
+import Dispatch
+import OperationQueuing
+import TestSupport
+import Testing
+
+@Suite("Scheduler", .timeLimit(.minutes(1)))
+struct SchedulerTests {
+    @Test("fires on its interval until cancelled")
+    func repeating() {
+        let fired = DispatchSemaphore(value: 0)
+        let scheduler = Scheduler(deadline: .now() + .milliseconds(10), repeating: .milliseconds(10)) {
+            fired.signal()
+        }
+        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
+        scheduler.cancel()
+        while fired.wait(timeout: .now()) == .success {}
+        #expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut)
+    }
+
+    @Test("starts at the first setHandler; setting a handler again replaces it")
+    func setHandler() {
+        let log = AtomicBox<[String]>([])
+        let fired = DispatchSemaphore(value: 0)
+        let scheduler = Scheduler(deadline: .now() + .milliseconds(30), repeating: .milliseconds(10))
+        #expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut, "no handler, not started")
+        scheduler.setHandler { log.mutate { $0.append("first") } }
+        scheduler.setHandler {
+            log.mutate { $0.append("second") }
+            fired.signal()
+        }
+        #expect(fired.wait(timeout: deadline()) == .success)
+        scheduler.cancel()
+        #expect(!log.value.contains("first"))
+    }
+
+    @Test("releasing a scheduler is safe in every state")
+    func releaseInEveryState() async {
+        await #expect(processExitsWith: .success) {
+            _ = Scheduler(deadline: .now() + 10)  // never started
+            let running = Scheduler(deadline: .now() + 10, repeating: .seconds(1)) {}
+            let cancelled = Scheduler(deadline: .now() + 10) {}
+            cancelled.cancel()
+            let cancelledUnstarted = Scheduler(deadline: .now() + 10)
+            cancelledUnstarted.cancel()
+            let twice = Scheduler(deadline: .now() + 10) {}
+            twice.setHandler {}
+            withExtendedLifetime((running, cancelled, cancelledUnstarted, twice)) {}
+        }
+    }
+}
