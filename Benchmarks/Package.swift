@@ -6,7 +6,7 @@
 import PackageDescription
 
 /// One executable target per measured module: `Benchmarks/<Module>Benchmarks`.
-let measuredModules = ["AtomicPrimitives", "SafeValueCore", "DispatchKit", "CallbackRouting"]
+let measuredModules = ["AtomicPrimitives", "SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
 let benchmarkTargets: [Target] = measuredModules.map { module in
     .executableTarget(

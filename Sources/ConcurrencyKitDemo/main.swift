@@ -11,6 +11,7 @@ DispatchQueue.global().async {
     AtomicPrimitivesScene.run()
     SafeValueCoreScene.run()
     DispatchKitScene.run()
+    OperationQueuingScene.run()
     CallbackRoutingScene.run()
     print("\nDone.")
     exit(0)
