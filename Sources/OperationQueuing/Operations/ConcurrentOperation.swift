@@ -58,42 +58,42 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// The work of one attempt, run by the default ``execute()``.
     public var executionBlock: (@Sendable (ConcurrentOperation) -> Void)? {
-        get { self.state.value.executionBlock }
+        get { self.state.mutate { $0.executionBlock } }
         set { self.state.mutate { $0.executionBlock = newValue } }
     }
 
     /// Whether the current attempt succeeded; `true` unless the attempt sets it to `false`.
     open var success: Bool {
-        get { self.state.value.success }
+        get { self.state.mutate { $0.success } }
         set { self.state.mutate { $0.success = newValue } }
     }
 
     /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
     open var maximumRetries: Int {
-        get { self.state.value.maximumRetries }
+        get { self.state.mutate { $0.maximumRetries } }
         set { self.state.mutate { $0.maximumRetries = newValue } }
     }
 
     /// The attempt running now or last, counted from 1.
     public var currentAttempt: Int {
-        self.state.value.currentAttempt
+        self.state.mutate { $0.currentAttempt }
     }
 
     /// Whether a failed attempt waits for ``retry()`` instead of retrying at once.
     open var manualRetry: Bool {
-        get { self.state.value.manualRetry }
+        get { self.state.mutate { $0.manualRetry } }
         set { self.state.mutate { $0.manualRetry = newValue } }
     }
 
     /// Whether an attempt ends only when ``finish(success:)`` is called, rather than when ``execute()`` returns.
     open var manualFinish: Bool {
-        get { self.state.value.manualFinish }
+        get { self.state.mutate { $0.manualFinish } }
         set { self.state.mutate { $0.manualFinish = newValue } }
     }
 
     /// Whether ``pause()`` was called more recently than ``resume()``.
     public var isPaused: Bool {
-        self.state.value.isPaused
+        self.state.mutate { $0.isPaused }
     }
 
     // MARK: Operation
@@ -102,10 +102,10 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     override open var isAsynchronous: Bool { true }
 
     /// Whether the operation has started and not finished.
-    override open var isExecuting: Bool { self.state.value.isExecuting }
+    override open var isExecuting: Bool { self.state.mutate { $0.isExecuting } }
 
     /// Whether the operation has finished: all its attempts ran, or it was cancelled before it started.
-    override open var isFinished: Bool { self.state.value.isFinished }
+    override open var isFinished: Bool { self.state.mutate { $0.isFinished } }
 
     /// Starts the first attempt, or finishes at once if the operation was cancelled before it started.
     override open func start() {
@@ -192,13 +192,19 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     // MARK: Running
 
     private func runAttempt() {
-        self.state.mutate { state in
+        let manualFinish = self.state.mutate { state -> Bool in
             state.attemptIsRunning = true
             state.success = true
+            return state.manualFinish
         }
         self.execute()
-        guard !self.manualFinish else { return }  // the attempt ends when finish(success:) is called
-        self.finish(success: self.success)
+        guard !manualFinish else { return }  // the attempt ends when finish(success:) is called
+        let ended = self.state.mutate { state -> Bool in
+            guard state.attemptIsRunning, !state.isFinished else { return false }  // finish() was called already
+            state.attemptIsRunning = false
+            return true
+        }
+        if ended { self.attemptEnded() }
     }
 
     private func attemptEnded() {
