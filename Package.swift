@@ -44,6 +44,11 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
         .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .testTarget(
+            name: "ConcurrencyKitTests",
+            dependencies: ["ConcurrencyKit", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ]
         + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
         + testedModules.map {
