@@ -2,9 +2,10 @@
 SWIFT        ?= swift
 STRICT       := -Xswiftc -warnings-as-errors
 TSAN_SCRATCH := .build-tsan
-FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks
+FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
+EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan demo bench bench-check docs lint format clean
+.PHONY: all build test unit tsan examples demo bench bench-check docs lint format clean
 
 all: build
 
@@ -12,14 +13,22 @@ all: build
 build:
 	$(SWIFT) build $(STRICT) --build-tests
 
-## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer, the docs.
-test: lint build unit tsan docs
+## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer, the consumer packages,
+## the docs.
+test: lint build unit tsan examples docs
 
 unit:
 	$(SWIFT) test $(STRICT)
 
 tsan:
 	$(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+
+## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
+examples:
+	@for example in $(EXAMPLES); do \
+		echo "examples: $$example"; \
+		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(SWIFT) test $(STRICT)) || exit 1; \
+	done
 
 ## demo: a tour of the toolkit at work.
 demo:
@@ -44,4 +53,4 @@ format:
 	$(SWIFT) format format --in-place --recursive $(FORMATTED)
 
 clean:
-	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build
+	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build $(addsuffix /.build,$(EXAMPLES))
