@@ -5,7 +5,7 @@ TSAN_SCRATCH := .build-tsan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan examples demo bench bench-check docs lint format clean
+.PHONY: all build test unit tsan examples snippets demo bench bench-check docs lint format clean
 
 all: build
 
@@ -15,7 +15,7 @@ build:
 
 ## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer, the consumer packages,
 ## the docs.
-test: lint build unit tsan examples docs
+test: lint build unit tsan examples snippets docs
 
 unit:
 	$(SWIFT) test $(STRICT)
@@ -29,6 +29,10 @@ examples:
 		echo "examples: $$example"; \
 		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(SWIFT) test $(STRICT)) || exit 1; \
 	done
+
+## snippets: compile every Swift code block of README.md and Docs/.
+snippets:
+	python3 scripts/check-snippets.py
 
 ## demo: a tour of the toolkit at work.
 demo:
