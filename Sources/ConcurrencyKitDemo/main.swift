@@ -13,6 +13,7 @@ DispatchQueue.global().async {
     DispatchKitScene.run()
     OperationQueuingScene.run()
     CallbackRoutingScene.run()
+    DownloadPipelineTour.run()
     print("\nDone.")
     exit(0)
 }
