@@ -43,7 +43,12 @@ let package = Package(
             dependencies: ["ConcurrencyKit"],
             swiftSettings: swiftSettings
         ),
-        .target(name: "TestSupport", path: "Tests/TestSupport", swiftSettings: swiftSettings),
+        .target(
+            name: "TestSupport",
+            dependencies: ["AtomicPrimitives"],
+            path: "Tests/TestSupport",
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "ConcurrencyKitTests",
             dependencies: ["ConcurrencyKit", "TestSupport"],

@@ -82,16 +82,9 @@ public final class GCDTimer: @unchecked Sendable {
     }
 
     deinit {
-        // A suspended or never-resumed source must be resumed before it is cancelled and released.
-        switch self.state {
-        case .new, .paused:
-            self.source.resume()
-            self.source.cancel()
-        case .running:
-            self.source.cancel()
-        case .finished:
-            break
-        }
+        // A suspended or never-resumed source must be resumed before it is cancelled and released; nobody else can
+        // reach the timer now, so the lock is not needed.
+        self.finish()
     }
 
     /// Seconds between fires after the first; `nil` (the default) fires once.
@@ -166,7 +159,7 @@ public final class GCDTimer: @unchecked Sendable {
         }
     }
 
-    /// Cancels the source, resuming it first if it is suspended; call with the lock held.
+    /// Cancels the source, resuming it first if it is suspended; call with the lock held (or from `deinit`).
     private func finish() {
         switch self.state {
         case .new, .paused:

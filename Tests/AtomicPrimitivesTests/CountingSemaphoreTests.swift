@@ -12,23 +12,15 @@ struct CountingSemaphoreTests {
     func admitsItsResourceCount(kind: CountingSemaphore.Kind) {
         let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
         let semaphore = CountingSemaphore(kind)
-        let inside = AtomicBox(0)
-        let most = AtomicBox(0)
+        let gauge = ConcurrencyGauge()
         let finished = runOnThreads(resources + 2) { _ in
             for _ in 0..<200 {
-                semaphore.perform {
-                    let now = inside.mutate { value -> Int in
-                        value += 1
-                        return value
-                    }
-                    most.mutate { $0 = max($0, now) }
-                    inside.mutate { $0 -= 1 }
-                }
+                semaphore.perform { gauge.measure {} }
             }
         }
         #expect(finished)
-        #expect(most.value <= resources)
-        #expect(most.value >= 1)
+        #expect(gauge.peak <= resources)
+        #expect(gauge.peak >= 1)
     }
 
     @Test("counting(n) lets n waits pass at once, and the next one wait")

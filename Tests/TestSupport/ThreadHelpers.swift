@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Dispatch
 import Foundation
 
@@ -62,4 +63,25 @@ public func eventually(_ condition: () -> Bool) -> Bool {
         Thread.sleep(forTimeInterval: 0.000_1)
     }
     return true
+}
+
+/// Counts how many callers are inside a section at once, and the most there ever were.
+public final class ConcurrencyGauge: Sendable {
+    private let state = AtomicBox((inside: 0, peak: 0))
+
+    /// Creates a gauge at zero.
+    public init() {}
+
+    /// The most callers that were inside at the same time.
+    public var peak: Int { self.state.value.peak }
+
+    /// Runs `body` counted as inside.
+    public func measure<Result>(_ body: () throws -> Result) rethrows -> Result {
+        self.state.mutate { state in
+            state.inside += 1
+            state.peak = max(state.peak, state.inside)
+        }
+        defer { self.state.mutate { $0.inside -= 1 } }
+        return try body()
+    }
 }
