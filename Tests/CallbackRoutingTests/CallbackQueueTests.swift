@@ -5,19 +5,6 @@ import Foundation
 import TestSupport
 import Testing
 
-/// A serial queue that can tell whether the caller runs on it.
-private final class TaggedQueue: Sendable {
-    let queue: DispatchQueue
-    private let key = DispatchSpecificKey<Bool>()
-
-    init(_ label: String, attributes: DispatchQueue.Attributes = []) {
-        self.queue = DispatchQueue(label: label, attributes: attributes)
-        self.queue.setSpecific(key: self.key, value: true)
-    }
-
-    var isCurrent: Bool { DispatchQueue.getSpecific(key: self.key) == true }
-}
-
 @Suite("CallbackQueue", .timeLimit(.minutes(1)))
 struct CallbackQueueTests {
     @Test("isOnMainQueue is true on the main queue only")

@@ -85,3 +85,26 @@ public final class ConcurrencyGauge: Sendable {
         return try body()
     }
 }
+
+/// A dispatch queue that can tell whether the caller runs on it, by a queue-specific key of its own.
+public final class TaggedQueue: Sendable {
+    /// The queue.
+    public let queue: DispatchQueue
+    private let key = DispatchSpecificKey<Bool>()
+
+    /// Creates a serial queue, or one with `attributes`.
+    public init(_ label: String, attributes: DispatchQueue.Attributes = []) {
+        self.queue = DispatchQueue(label: label, attributes: attributes)
+        self.queue.setSpecific(key: self.key, value: true)
+    }
+
+    /// Whether the caller runs on the queue.
+    public var isCurrent: Bool { DispatchQueue.getSpecific(key: self.key) == true }
+
+    /// Waits, for at most ten seconds, until every block sent to the queue so far has run.
+    public func drain() -> Bool {
+        let drained = DispatchSemaphore(value: 0)
+        self.queue.async { drained.signal() }
+        return drained.wait(timeout: deadline()) == .success
+    }
+}

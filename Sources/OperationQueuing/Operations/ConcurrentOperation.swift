@@ -209,9 +209,10 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     private func attemptEnded() {
         enum Next { case finish, retryNow, waitForRetry }
+        let isCancelled = self.isCancelled  // an open property: read it outside the lock
         let next = self.state.mutate { state -> Next in
             let attempts = max(1, state.maximumRetries)
-            guard !state.success, state.currentAttempt < attempts, !self.isCancelled else { return .finish }
+            guard !state.success, state.currentAttempt < attempts, !isCancelled else { return .finish }
             if state.manualRetry {
                 state.isWaitingForRetry = true
                 return .waitForRetry
