@@ -55,3 +55,31 @@ public var uncontended: Benchmark.Configuration {
 public var twoThreads: Benchmark.Configuration {
     .init(metrics: [.wallClock], scalingFactor: .kilo, maxDuration: .seconds(2), maxIterations: 10_000)
 }
+
+/// Runs this process's threads, and every thread they start, on one CPU from now on; does nothing but on Linux.
+///
+/// For benchmarks that hand work to a queue's thread: on two CPUs, whether that thread runs on the CPU that just
+/// wrote the work (and finds it in its cache) changes each result from run to run by more than the differences
+/// measured. On one CPU every side of a comparison pays the same. Call it before registering the benchmarks.
+public func pinToOneCPU() {
+    #if os(Linux)
+    // Glibc declares these only for _GNU_SOURCE, which Swift's Glibc module does not set.
+    typealias GetCPU = @convention(c) () -> Int32
+    typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+    guard let getCPU = dlsym(nil, "sched_getcpu"), let setAffinity = dlsym(nil, "sched_setaffinity"),
+        let tasks = opendir("/proc/self/task")
+    else { return }
+    defer { closedir(tasks) }
+    let cpu = Int(max(unsafeBitCast(getCPU, to: GetCPU.self)(), 0))
+    var cpus = [UInt](repeating: 0, count: 1024 / UInt.bitWidth)  // a cpu_set_t
+    cpus[cpu / UInt.bitWidth] |= 1 << (cpu % UInt.bitWidth)
+    while let entry = readdir(tasks) {
+        let name = withUnsafeBytes(of: entry.pointee.d_name) { bytes in
+            String(decoding: bytes.prefix { $0 != 0 }, as: UTF8.self)
+        }
+        if let thread = pid_t(name) {
+            _ = unsafeBitCast(setAffinity, to: SetAffinity.self)(thread, cpus.count * MemoryLayout<UInt>.size, cpus)
+        }
+    }
+    #endif
+}

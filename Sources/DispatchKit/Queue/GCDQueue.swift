@@ -41,6 +41,7 @@ public struct GCDQueue: Sendable, Equatable {
     ///   - name: The queue's label, shown in debuggers and crash logs.
     ///   - kind: ``Kind/serial`` unless you say otherwise.
     public init(name: String, kind: Kind = .serial) {
+        Self.registerMain()
         let queue = DispatchQueue(label: name, attributes: kind == .concurrent ? .concurrent : [])
         self.init(queue, marker: .custom(queue, isSerial: kind == .serial))
     }
@@ -66,6 +67,7 @@ public struct GCDQueue: Sendable, Equatable {
     public static let background = standard(.background)
 
     private static func standard(_ qos: DispatchQoS.QoSClass) -> GCDQueue {
+        self.registerMain()
         #if os(Linux)
         if qos == .userInteractive { return self.userInitiated }
         #endif
@@ -87,6 +89,14 @@ public struct GCDQueue: Sendable, Equatable {
     /// Touched before reading markers, so that main and every global queue carry theirs.
     static let standardQueuesRegistered: Bool = !globalMarkers.isEmpty
 
+    /// Installs main's marker, so that a `sync` called on main records it as a queue the thread is inside.
+    ///
+    /// Every queue calls this as it is made, so that it has run before any `sync`. Global queues need no such care:
+    /// a thread inside one is never recorded (see ``SpecificLookup/innermostID(expecting:)``).
+    private static func registerMain() {
+        _ = self.main
+    }
+
     // MARK: Where the caller runs
 
     /// The innermost DispatchKit queue the calling code runs in: main, a global queue, or one made by
@@ -104,7 +114,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// A global queue counts only when the code runs in it directly: global queues are concurrent and take no
     /// barriers, so being inside one never makes a `sync` onto it deadlock, and it is not recorded.
     public var isCurrent: Bool {
-        SyncRecord.isInside(self.marker.id, innermostID: self.marker.innermostID)
+        self.marker.isCurrent
     }
 
     // MARK: Running blocks
@@ -139,32 +149,20 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Throws: What `block` throws.
     @inlinable
     public func sync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
-        // Inlined and specialized in the caller, so that the closure handed to Dispatch is built here, as a direct
-        // `DispatchQueue.sync` call's would be; the decision is the non-generic `syncEntry()`.
-        let entry = self.syncEntry()
-        if entry == Self.inlineEntry { return try block() }
+        // Inlined and specialized in the caller, so that the only generic work, keeping the outcome, is done there;
+        // the rest is the non-generic `run(_:)`.
         var outcome: Swift.Result<Output, Failure>?
-        if entry == 0 {
-            self.dispatchQueue.sync { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
-        } else {
-            SyncRecord.withOuterQueue(entry) {
-                self.dispatchQueue.sync { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
-            }
-        }
+        self.run { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
         return try outcome!.get()
     }
 
-    /// What ``syncEntry()`` returns when the caller is already inside this queue.
+    /// Runs `work` as ``sync(_:)`` does: inline if the calling thread is inside this queue already; otherwise on the
+    /// queue, with the DispatchKit queue the caller is in recorded as one the thread is inside meanwhile.
     @usableFromInline
-    static let inlineEntry = UInt.max
-
-    /// How `sync` must run: ``inlineEntry`` if the thread is inside this queue already; otherwise the marker id of
-    /// the DispatchKit queue the caller is in (to record while it waits), or 0.
-    @usableFromInline
-    func syncEntry() -> UInt {
-        _ = Self.standardQueuesRegistered  // so that main and the global queues are recorded as outer queues
+    func run(_ work: () -> Void) {
         let innermostID = self.marker.innermostID
-        return SyncRecord.isInside(self.marker.id, innermostID: innermostID) ? Self.inlineEntry : innermostID
+        if self.marker.record.isInside(self.marker.id, innermostID: innermostID) { return work() }
+        self.marker.record.withOuterQueue(innermostID) { self.dispatchQueue.sync(execute: work) }
     }
 
     /// Runs `block` alone on this queue: after the blocks before it, before the ones after it.

@@ -17,6 +17,9 @@ final class QueueMarker: @unchecked Sendable {
     let isSerial: Bool
     /// The address of the overlay's box for this marker's ``id``, once seen: see ``SpecificLookup``.
     let confirmedBoxAddress = Atomic<UInt>(0)
+    /// ``SpecificLookup/shared`` and ``SyncRecord/shared``, kept here so that identity checks reach them with a load.
+    private let lookup = SpecificLookup.shared
+    let record = SyncRecord.shared
 
     /// The key every marker object is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
@@ -70,6 +73,11 @@ final class QueueMarker: @unchecked Sendable {
     /// Only a queue's own marker matters to the identity checks that use this, and every `GCDQueue` installs its
     /// marker when it is made, so this skips registering the standard queues.
     var innermostID: UInt {
-        SpecificLookup.innermostID(expecting: self)
+        self.lookup.innermostID(expecting: self)
+    }
+
+    /// Whether the calling thread runs in this marker's queue, directly or through `sync` calls nested inside it.
+    var isCurrent: Bool {
+        self.record.isInside(self.id, innermostID: self.innermostID)
     }
 }

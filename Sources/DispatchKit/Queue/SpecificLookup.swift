@@ -12,31 +12,44 @@ import CDispatch
 /// address: nil means no DispatchKit queue, and a marker remembers the box address it was last confirmed under, so a
 /// match needs no overlay call. Both facts are checked once against the overlay on a private queue; if they do not
 /// hold (another Dispatch, another platform), every lookup goes through the overlay.
-enum SpecificLookup {
-    #if canImport(CDispatch)
-    private static let keyBits = UInt(bitPattern: Unmanaged.passUnretained(QueueMarker.idKey).toOpaque())
+///
+/// Markers keep a reference to the one instance, so that the hot path reads no lazily initialised global.
+final class SpecificLookup: Sendable {
+    /// The one instance.
+    static let shared = SpecificLookup()
 
-    private static var keyAddress: UnsafeMutableRawPointer {
-        // An object's address is never 0.
-        UnsafeMutableRawPointer(bitPattern: self.keyBits).unsafelyUnwrapped
+    /// The address the overlay stores marker ids under, if the raw lookup sees exactly what the overlay sets; else 0.
+    private let keyBits: UInt
+    private let globalBoxes = GlobalBoxes()
+
+    private init() {
+        #if canImport(CDispatch)
+        let keyBits = UInt(bitPattern: Unmanaged.passUnretained(QueueMarker.idKey).toOpaque())
+        self.keyBits = Self.isReliable(keyBits) ? keyBits : 0
+        #else
+        self.keyBits = 0
+        #endif
     }
 
-    private static let globalBoxes = GlobalBoxes()
+    #if canImport(CDispatch)
+    /// `bits` as a pointer; they are an object's address, never 0.
+    private static func address(_ bits: UInt) -> UnsafeRawPointer {
+        UnsafeRawPointer(bitPattern: bits).unsafelyUnwrapped
+    }
 
-    /// Whether the raw lookup sees exactly what the overlay sets.
-    static let isReliable: Bool = {
+    /// Whether the raw lookup under `keyBits` sees exactly what the overlay sets.
+    private static func isReliable(_ keyBits: UInt) -> Bool {
+        let key = Self.address(keyBits)
         let probe = DispatchQueue(label: "DispatchKit.SpecificLookup.probe")
         probe.setSpecific(key: QueueMarker.idKey, value: 1)
         let (inside, overlayInside) = probe.sync {
-            (dispatch_get_specific(keyAddress) != nil, DispatchQueue.getSpecific(key: QueueMarker.idKey) == 1)
+            (dispatch_get_specific(key) != nil, DispatchQueue.getSpecific(key: QueueMarker.idKey) == 1)
         }
         let outside = probe.sync {
-            DispatchQueue(label: "DispatchKit.SpecificLookup.plain").sync {
-                dispatch_get_specific(keyAddress) == nil
-            }
+            DispatchQueue(label: "DispatchKit.SpecificLookup.plain").sync { dispatch_get_specific(key) == nil }
         }
         return inside && overlayInside && outside
-    }()
+    }
     #endif
 
     /// The ``QueueMarker/id`` of the innermost DispatchKit queue the caller runs in, or 0; fastest when that queue
@@ -44,10 +57,10 @@ enum SpecificLookup {
     ///
     /// A global queue other than `expected` also gives 0: global queues are concurrent and take no barriers, so a
     /// thread inside one never needs it recorded to avoid a deadlock, and code mostly runs on them.
-    static func innermostID(expecting expected: QueueMarker) -> UInt {
+    func innermostID(expecting expected: QueueMarker) -> UInt {
         #if canImport(CDispatch)
-        if self.isReliable {
-            guard let box = dispatch_get_specific(self.keyAddress) else { return 0 }
+        if self.keyBits != 0 {
+            guard let box = dispatch_get_specific(Self.address(self.keyBits)) else { return 0 }
             let address = UInt(bitPattern: box)
             if address == expected.confirmedBoxAddress.load(ordering: .relaxed) { return expected.id }
             // Most code runs on a global queue: their boxes live for the whole process, so their addresses are kept.
