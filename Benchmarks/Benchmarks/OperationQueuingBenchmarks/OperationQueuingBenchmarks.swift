@@ -1,6 +1,7 @@
 // OperationQueuing against Foundation's OperationQueue in the same process.
 
 import Benchmark
+import BenchmarkSupport
 import Foundation
 import OperationQueuing
 
@@ -9,6 +10,7 @@ var batches: Benchmark.Configuration {
 }
 
 let benchmarks: @Sendable () -> Void = {
+    pinToOneCPU()
     Benchmark("baseline OperationQueue 10000 empty BlockOperations", configuration: batches) { benchmark in
         let queue = OperationQueue()
         let operations = (0..<10_000).map { _ in BlockOperation {} }

@@ -58,6 +58,7 @@ var batches: Benchmark.Configuration {
 }
 
 let benchmarks: @Sendable () -> Void = {
+    pinToOneCPU()
     Benchmark("baseline pthread_mutex read", configuration: uncontended) { benchmark in
         let counter = RawMutexCounter()
         benchmark.startMeasurement()
