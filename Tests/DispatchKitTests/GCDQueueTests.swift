@@ -81,6 +81,24 @@ struct GCDQueueTests {
         #expect(fromAsync.value == "inside a")
     }
 
+    @Test("inside a raw queue that targets a DispatchKit queue, that queue is current and sync onto it runs inline")
+    func syncThroughTargetingQueue() {
+        let target = GCDQueue(name: "test.target")
+        let targeting = DispatchQueue(label: "test.targeting", target: target.dispatchQueue)
+        let seen = AtomicBox<(current: Bool, isCurrent: Bool, synced: String?)?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        targeting.async {
+            // A raw `target.dispatchQueue.sync` here would deadlock: the target is held by this very block.
+            let answer = (GCDQueue.current == target, target.isCurrent, target.sync { "inline" })
+            seen.mutate { $0 = answer }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(seen.value?.current == true)
+        #expect(seen.value?.isCurrent == true)
+        #expect(seen.value?.synced == "inline")
+    }
+
     @Test("sync rethrows the block's error")
     func syncThrows() {
         struct Boom: Error {}
