@@ -10,8 +10,8 @@ import Dispatch
 /// GCDQueue.main <<< { print("on main") }
 /// ```
 ///
-/// ``sync(_:)`` on the queue you are already in — directly, or through nested `sync` calls — runs the block inline
-/// instead of deadlocking. ``current`` names the queue the calling code runs in. Both use queue-specific keys and a
+/// ``sync(_:)`` on the queue you are already in — directly, from a queue that targets it, or through nested `sync`
+/// calls — runs the block inline instead of deadlocking. ``current`` names the queue the calling code runs in. Both use queue-specific keys and a
 /// per-thread record, never queue identity: on Linux `DispatchQueue.main` is a new object on every access.
 ///
 /// > Note: On Linux, ``userInteractive`` and ``userInitiated`` are one underlying global queue, so they compare
@@ -109,7 +109,8 @@ public struct GCDQueue: Sendable, Equatable {
         return GCDQueue(queue, marker: marker)
     }
 
-    /// Whether the calling code runs in this queue, directly or through `sync` calls nested inside it.
+    /// Whether the calling code runs in this queue: directly, in a queue that targets it, or through `sync` calls
+    /// nested inside it.
     ///
     /// A global queue counts only when the code runs in it directly: global queues are concurrent and take no
     /// barriers, so being inside one never makes a `sync` onto it deadlock, and it is not recorded.
@@ -142,8 +143,8 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `block` on this queue and waits for its result.
     ///
-    /// Called on a thread already inside this queue — directly, or through nested `sync` calls — it runs `block`
-    /// inline instead of deadlocking.
+    /// Called on a thread already inside this queue — directly, from a queue that targets it, or through nested
+    /// `sync` calls — it runs `block` inline instead of deadlocking.
     /// - Parameter block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
