@@ -11,8 +11,9 @@ import Dispatch
 /// ```
 ///
 /// ``sync(_:)`` on the queue you are already in — directly, from a queue that targets it, or through nested `sync`
-/// calls — runs the block inline instead of deadlocking. ``current`` names the queue the calling code runs in. Both use queue-specific keys and a
-/// per-thread record, never queue identity: on Linux `DispatchQueue.main` is a new object on every access.
+/// calls — runs the block inline instead of deadlocking. ``current`` names the queue the calling code runs in. Both
+/// use queue-specific keys and a per-thread record, never queue identity: on Linux `DispatchQueue.main` is a new
+/// object on every access.
 ///
 /// > Note: On Linux, ``userInteractive`` and ``userInitiated`` are one underlying global queue, so they compare
 /// > equal and ``current`` reports the same one for both.

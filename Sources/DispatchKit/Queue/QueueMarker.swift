@@ -76,7 +76,8 @@ final class QueueMarker: @unchecked Sendable {
         self.lookup.innermostID(expecting: self)
     }
 
-    /// Whether the calling thread runs in this marker's queue, directly or through `sync` calls nested inside it.
+    /// Whether the calling thread runs in this marker's queue: directly, in a queue that targets it, or through `sync`
+    /// calls nested inside it.
     var isCurrent: Bool {
         self.record.isInside(self.id, innermostID: self.innermostID)
     }
