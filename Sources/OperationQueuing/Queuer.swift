@@ -79,7 +79,9 @@ public final class Queuer: Sendable {
     /// Adds an operation.
     ///
     /// - Parameter operation: The operation, not yet added to any queue.
+    /// - Precondition: A ``ConcurrentOperation`` was not added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addOperation(_ operation: Operation) {
+        (operation as? ConcurrentOperation)?.claim(by: "Queuer.addOperation")
         self.queue.addOperation(operation)
     }
 
@@ -90,7 +92,19 @@ public final class Queuer: Sendable {
     /// - Parameters:
     ///   - operations: The chain, in order.
     ///   - completionHandler: Runs after the last operation.
+    /// - Precondition: No operation is listed twice (it would wait for itself), and no ``ConcurrentOperation`` was
+    ///   added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addChainedOperations(_ operations: [Operation], completionHandler: (@Sendable () -> Void)? = nil) {
+        var positions: [ObjectIdentifier: Int] = [:]
+        for (index, operation) in operations.enumerated() {
+            if let first = positions.updateValue(index, forKey: ObjectIdentifier(operation)) {
+                preconditionFailure(
+                    "Queuer.addChainedOperations: the operation at index \(index) ('\(operation.name ?? "unnamed")') "
+                        + "is also at index \(first); a chain cannot run an operation twice"
+                )
+            }
+            (operation as? ConcurrentOperation)?.claim(by: "Queuer.addChainedOperations")
+        }
         var chain = operations
         for (previous, next) in zip(operations, operations.dropFirst()) {
             next.addDependency(previous)

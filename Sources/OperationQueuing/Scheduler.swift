@@ -31,12 +31,17 @@ public final class Scheduler: @unchecked Sendable {
     ///   - repeating: The interval between fires; `.never` (the default) fires once.
     ///   - qualityOfService: The quality of service of the global queue the handler runs on.
     ///   - handler: What to run; without one, the scheduler starts at the first ``setHandler(_:)``.
+    /// - Precondition: `repeating` is `.never` or a positive interval.
     public init(
         deadline: DispatchTime,
         repeating: DispatchTimeInterval = .never,
         qualityOfService: DispatchQoS = .default,
         handler: (@Sendable () -> Void)? = nil
     ) {
+        precondition(
+            Self.isValid(repeating),
+            "Scheduler: repeating must be .never or a positive interval, got \(repeating)"
+        )
         self.deadline = deadline
         self.repeating = repeating
         self.timer = DispatchSource.makeTimerSource(queue: .global(qos: qualityOfService.qosClass))
@@ -73,6 +78,18 @@ public final class Scheduler: @unchecked Sendable {
             }
             self.isCancelled = true
             self.timer.cancel()
+        }
+    }
+
+    /// Whether `interval` is `.never` or positive: Dispatch traps deep inside on a negative one.
+    private static func isValid(_ interval: DispatchTimeInterval) -> Bool {
+        switch interval {
+        case .seconds(let count), .milliseconds(let count), .microseconds(let count), .nanoseconds(let count):
+            count > 0
+        case .never:
+            true
+        @unknown default:
+            true
         }
     }
 

@@ -175,3 +175,172 @@ struct ConcurrentOperationTests {
         #expect(operation.result.value == 42)
     }
 }
+
+@Suite("ConcurrentOperation: races and misuse", .timeLimit(.minutes(1)))
+struct ConcurrentOperationRaceTests {
+    @Test(
+        "finish(success: false) from another thread while the block runs never overlaps attempts",
+        arguments: [false, true]
+    )
+    func finishWhileBlockRuns(manualFinish: Bool) {
+        let queuer = Queuer(name: "test.finishwhilerunning")
+        let gauge = ConcurrencyGauge()
+        let attempts = AtomicBox<[Int]>([])
+        let finishThreads = AtomicBox<[UInt]>([])
+        let attemptThreads = AtomicBox<[UInt]>([])
+        let completed = DispatchSemaphore(value: 0)
+        let insideAtCompletion = AtomicBox(-1)
+        let operation = ConcurrentOperation { operation in
+            gauge.measure {
+                attempts.mutate { $0.append(operation.currentAttempt) }
+                attemptThreads.mutate { $0.append(currentThreadID()) }
+                // Another thread ends this attempt while the block still runs, and waits for finish to return.
+                let finishReturned = DispatchSemaphore(value: 0)
+                onNewThread {
+                    finishThreads.mutate { $0.append(currentThreadID()) }
+                    operation.finish(success: false)
+                    finishReturned.signal()
+                }
+                #expect(finishReturned.wait(timeout: deadline()) == .success, "finish must not run the next attempt")
+            }
+        }
+        operation.manualFinish = manualFinish
+        operation.maximumRetries = 3
+        operation.completionBlock = {
+            insideAtCompletion.mutate { $0 = gauge.peak > 1 ? 99 : 0 }
+            completed.signal()
+        }
+        queuer.addOperation(operation)
+        #expect(completed.wait(timeout: deadline()) == .success)
+        #expect(attempts.value == [1, 2, 3])
+        #expect(gauge.peak == 1, "attempts of one operation never overlap")
+        #expect(insideAtCompletion.value == 0)
+        #expect(Set(attemptThreads.value).isDisjoint(with: finishThreads.value), "no attempt ran on finish's thread")
+        #expect(operation.success == false)
+    }
+
+    @Test("a second finish for the same attempt, or one between attempts, is ignored")
+    func staleFinish() {
+        let queuer = Queuer(name: "test.stalefinish")
+        let attempts = AtomicBox(0)
+        let operation = ConcurrentOperation { operation in
+            attempts.mutate { $0 += 1 }
+            operation.finish(success: false)
+            operation.finish(success: true)  // the same attempt: ignored
+        }
+        operation.manualFinish = true
+        operation.maximumRetries = 2
+        queuer.addOperation(operation)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(attempts.value == 2)
+        #expect(operation.success == false)
+        operation.finish(success: true)  // after the operation finished: ignored
+        #expect(operation.success == false)
+    }
+
+    @Test("automatic retry is a loop: 200,000 attempts run in constant stack (in a process of its own)")
+    func manyRetries() async {
+        await #expect(processExitsWith: .success) {
+            let queuer = Queuer(name: "test.manyretries")
+            let attempts = AtomicBox(0)
+            let operation = ConcurrentOperation { operation in
+                attempts.mutate { $0 += 1 }
+                operation.success = false
+            }
+            operation.maximumRetries = 200_000
+            queuer.addOperation(operation)
+            queuer.waitUntilAllOperationsAreFinished()
+            exit(attempts.value == 200_000 && operation.currentAttempt == 200_000 ? 0 : 3)
+        }
+    }
+
+    @Test("cancelling an operation that waits for retry() finishes it; a later retry() does nothing")
+    func cancelWhileWaitingForRetry() {
+        let queuer = Queuer(name: "test.cancelwaiting")
+        let attempts = AtomicBox(0)
+        let operation = ConcurrentOperation { operation in
+            attempts.mutate { $0 += 1 }
+            operation.success = false
+        }
+        operation.manualRetry = true
+        queuer.addOperation(operation)
+        #expect(eventually { operation.isWaitingForRetry })
+        operation.cancel()
+        let drained = DispatchSemaphore(value: 0)
+        onNewThread {
+            queuer.waitUntilAllOperationsAreFinished()
+            drained.signal()
+        }
+        #expect(drained.wait(timeout: deadline()) == .success, "the queue drains")
+        #expect(operation.isFinished)
+        #expect(!operation.isExecuting)
+        #expect(!operation.isWaitingForRetry)
+        #expect(operation.success == false)
+        operation.retry()
+        #expect(attempts.value == 1)
+        #expect(operation.currentAttempt == 1)
+    }
+
+    @Test("cancelling between automatic attempts stops the retries")
+    func cancelBetweenAttempts() {
+        let queuer = Queuer(name: "test.cancelbetween")
+        let attempts = AtomicBox(0)
+        let operation = ConcurrentOperation { operation in
+            attempts.mutate { $0 += 1 }
+            operation.cancel()
+            operation.success = false
+        }
+        operation.maximumRetries = 5
+        queuer.addOperation(operation)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(attempts.value == 1)
+        #expect(operation.isFinished)
+    }
+
+    @Test("retry() on an operation whose Queuer is paused starts the attempt only at resume()")
+    func retryWhilePaused() {
+        let queuer = Queuer(name: "test.retrypaused")
+        let attempted = DispatchSemaphore(value: 0)
+        let operation = ConcurrentOperation { operation in
+            operation.success = operation.currentAttempt == 2
+            attempted.signal()
+        }
+        operation.manualRetry = true
+        queuer.addOperation(operation)
+        #expect(attempted.wait(timeout: deadline()) == .success)
+        #expect(eventually { operation.isWaitingForRetry })
+        queuer.pause()
+        operation.retry()
+        #expect(attempted.wait(timeout: .now() + .milliseconds(200)) == .timedOut, "no attempt while paused")
+        #expect(operation.currentAttempt == 1)
+        queuer.resume()
+        #expect(attempted.wait(timeout: deadline()) == .success)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(operation.currentAttempt == 2)
+        #expect(operation.success)
+    }
+
+    @Test("the same operation twice in a chain traps with a message naming the rule")
+    func chainDuplicate() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ConcurrentOperation(name: "twice") { _ in }
+            Queuer(name: "test.chaindup").addChainedOperations(operation, operation)
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("addChainedOperations"))
+        #expect(stderr.contains("twice"))
+    }
+
+    @Test("an operation added to a Queuer twice traps with a message naming it")
+    func addedTwice() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queuer = Queuer(name: "test.addtwice")
+            queuer.pause()
+            let operation = ConcurrentOperation(name: "again") { _ in }
+            queuer.addOperation(operation)
+            queuer.addOperation(operation)
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("'again' was already added to Queuer.addOperation"))
+    }
+}

@@ -41,4 +41,67 @@ struct GroupOperationTests {
         #expect(group.isFinished)
         #expect(group.allOperationsSucceeded == false)
     }
+
+    @Test("a group makes exactly one attempt, whatever maximumRetries and manualRetry say")
+    func oneAttempt() {
+        let queuer = Queuer(name: "test.group.oneattempt")
+        let runs = AtomicBox(0)
+        let failing = ConcurrentOperation { operation in
+            runs.mutate { $0 += 1 }
+            operation.success = false
+        }
+        failing.maximumRetries = 1
+        let group = GroupOperation([failing])
+        group.maximumRetries = 5
+        group.manualRetry = true
+        group.manualFinish = false
+        #expect(group.maximumRetries == 1)
+        #expect(group.manualRetry == false)
+        #expect(group.manualFinish)
+        queuer.addOperation(group)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(group.isFinished)
+        #expect(group.currentAttempt == 1)
+        #expect(group.success == false)
+        #expect(runs.value == 1)
+    }
+
+    @Test("cancelling a group cancels its operations, and the group still finishes")
+    func cancelGroup() {
+        let queuer = Queuer(name: "test.group.cancel")
+        queuer.pause()
+        let ran = AtomicBox(false)
+        let inner = ConcurrentOperation { _ in ran.mutate { $0 = true } }
+        let group = GroupOperation([inner])
+        queuer.addOperation(group)
+        group.cancel()
+        queuer.resume()
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(inner.isCancelled)
+        #expect(group.isFinished)
+        #expect(ran.value == false)
+    }
+
+    @Test("an operation listed twice in a group traps in init with a message naming the rule")
+    func listedTwice() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ConcurrentOperation(name: "dup") { _ in }
+            _ = GroupOperation([operation, operation])
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("GroupOperation: the operation at index 1 ('dup') is listed twice"))
+    }
+
+    @Test("an operation already queued handed to a group traps in init with a message naming it")
+    func alreadyQueued() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queuer = Queuer(name: "test.group.queued")
+            queuer.pause()
+            let operation = ConcurrentOperation(name: "queued") { _ in }
+            queuer.addOperation(operation)
+            _ = GroupOperation([operation])
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("'queued' was already added to Queuer.addOperation"))
+    }
 }

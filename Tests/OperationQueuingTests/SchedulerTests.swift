@@ -47,4 +47,16 @@ struct SchedulerTests {
             withExtendedLifetime((running, cancelled, cancelledUnstarted, twice)) {}
         }
     }
+
+    @Test(
+        "a negative or zero repeating interval traps with a message naming Scheduler",
+        arguments: [-1_000, -5, 0]
+    )
+    func badInterval(milliseconds: Int) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [milliseconds] in
+            _ = Scheduler(deadline: .now(), repeating: .milliseconds(milliseconds)) {}
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("Scheduler: repeating must be .never or a positive interval"))
+    }
 }

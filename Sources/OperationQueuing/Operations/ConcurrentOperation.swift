@@ -21,6 +21,41 @@ import Foundation
 /// An operation cancelled before it starts never runs its block and finishes; one with no block finishes at once.
 /// All state is read and written under a lock.
 open class ConcurrentOperation: Operation, @unchecked Sendable {
+    /// Where the operation is in its life, attempt by attempt.
+    private enum Phase {
+        /// `start()` has not run.
+        case notStarted
+        /// Attempt ``State/currentAttempt`` runs, or has been handed to a queue to run.
+        case attempt(AttemptProgress)
+        /// A failed attempt waits for `retry()`.
+        case waitingForRetry
+        /// `retry()` was called while the operation was paused: the attempt starts at `resume()`.
+        case retryingAfterResume
+        /// No attempt will run again: the operation is finishing or finished.
+        case ended
+    }
+
+    /// How far the current attempt has come.
+    ///
+    /// It ends when its block has returned and, with manual finish, `finish(success:)` has been called — whichever
+    /// comes later.
+    private struct AttemptProgress {
+        /// ``ConcurrentOperation/manualFinish`` as it was when the attempt started.
+        let manualFinish: Bool
+        var blockReturned = false
+        var finishCalled = false
+    }
+
+    /// What to do once an attempt has ended.
+    private enum Next {
+        /// Nothing yet: the attempt goes on, or the operation waits for `retry()`.
+        case wait
+        /// Start the next attempt.
+        case runNextAttempt
+        /// Finish the operation.
+        case finish
+    }
+
     private struct State {
         var executionBlock: (@Sendable (ConcurrentOperation) -> Void)?
         var success = true
@@ -31,15 +66,38 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var isExecuting = false
         var isFinished = false
         var isPaused = false
-        /// An attempt is running and has not ended.
-        var attemptIsRunning = false
-        /// A failed attempt waits for `retry()`.
-        var isWaitingForRetry = false
-        /// `finishOperation()` has claimed the finish.
-        var isFinishing = false
+        var phase = Phase.notStarted
+        /// Set by `GroupOperation`: one attempt, ended by `finish(success:)`, whatever is set.
+        var isGroup = false
+        /// What the operation was added to (a Queuer, a chain, a group), so that adding it twice traps at the call.
+        var owner: String?
+
+        /// The attempts allowed in all.
+        var attemptLimit: Int { self.isGroup ? 1 : max(1, self.maximumRetries) }
+
+        /// Starts attempt ``currentAttempt``: `success` is `true` until the attempt says otherwise.
+        mutating func beginAttempt() {
+            self.success = true
+            self.phase = .attempt(AttemptProgress(manualFinish: self.isGroup || self.manualFinish))
+        }
+
+        /// Decides what follows the attempt that just ended.
+        mutating func attemptEnded(isCancelled: Bool) -> Next {
+            guard !self.success, self.currentAttempt < self.attemptLimit, !isCancelled else {
+                self.phase = .ended
+                return .finish
+            }
+            if self.manualRetry {
+                self.phase = .waitingForRetry
+                return .wait
+            }
+            self.currentAttempt += 1
+            self.beginAttempt()
+            return .runNextAttempt
+        }
     }
 
-    // Safety: every piece of mutable state is in `state`, an AtomicBox; KVO is sent outside its lock.
+    // Safety: every piece of mutable state is in `state`, an AtomicBox; KVO and user code run outside its lock.
     private let state = AtomicBox(State())
 
     /// Creates an operation.
@@ -69,9 +127,11 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     }
 
     /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
+    ///
+    /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1 and setting it does nothing.
     open var maximumRetries: Int {
-        get { self.state.mutate { $0.maximumRetries } }
-        set { self.state.mutate { $0.maximumRetries = newValue } }
+        get { self.state.mutate { $0.isGroup ? 1 : $0.maximumRetries } }
+        set { self.state.mutate { if !$0.isGroup { $0.maximumRetries = newValue } } }
     }
 
     /// The attempt running now or last, counted from 1.
@@ -80,15 +140,29 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     }
 
     /// Whether a failed attempt waits for ``retry()`` instead of retrying at once.
+    ///
+    /// Always `false` for a ``GroupOperation``, which makes one attempt.
     open var manualRetry: Bool {
-        get { self.state.mutate { $0.manualRetry } }
+        get { self.state.mutate { !$0.isGroup && $0.manualRetry } }
         set { self.state.mutate { $0.manualRetry = newValue } }
     }
 
     /// Whether an attempt ends only when ``finish(success:)`` is called, rather than when ``execute()`` returns.
+    ///
+    /// Read when an attempt starts. Always `true` for a ``GroupOperation``, which finishes when its operations have.
     open var manualFinish: Bool {
-        get { self.state.mutate { $0.manualFinish } }
+        get { self.state.mutate { $0.isGroup || $0.manualFinish } }
         set { self.state.mutate { $0.manualFinish = newValue } }
+    }
+
+    /// Whether a failed attempt waits for ``retry()`` now (with ``manualRetry``).
+    public var isWaitingForRetry: Bool {
+        self.state.mutate { state in
+            switch state.phase {
+            case .waitingForRetry, .retryingAfterResume: true
+            case .notStarted, .attempt, .ended: false
+            }
+        }
     }
 
     /// Whether ``pause()`` was called more recently than ``resume()``.
@@ -109,12 +183,39 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// Starts the first attempt, or finishes at once if the operation was cancelled before it started.
     override open func start() {
+        let starts = self.state.mutate { state -> Bool in
+            guard case .notStarted = state.phase else { return false }
+            state.beginAttempt()
+            return true
+        }
+        precondition(starts, "ConcurrentOperation '\(self.name ?? "unnamed")': start() was called twice")
         if self.isCancelled {
+            self.state.mutate { $0.phase = .ended }
             self.finishOperation()
             return
         }
         self.changeExecuting(to: true)
-        self.runAttempt()
+        self.runAttempts()
+    }
+
+    /// Cancels the operation.
+    ///
+    /// One that has not started finishes without running its block when its queue starts it; a running attempt may
+    /// go on, but no further attempt starts; one waiting for ``retry()`` finishes at once, unsuccessfully, and
+    /// ``retry()`` then does nothing.
+    override open func cancel() {
+        super.cancel()
+        let finishesNow = self.state.mutate { state -> Bool in
+            switch state.phase {
+            case .waitingForRetry, .retryingAfterResume:
+                state.phase = .ended
+                state.success = false
+                return true
+            case .notStarted, .attempt, .ended:
+                return false
+            }
+        }
+        if finishesNow { self.finishOperation() }
     }
 
     // MARK: Attempts
@@ -133,46 +234,63 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Ends the current attempt with `success`: the operation then retries or finishes.
     ///
     /// Call it from any thread. With ``manualFinish`` it is how an attempt ends; otherwise an attempt also ends when
-    /// ``execute()`` returns. Calls after the operation finished, or for an attempt that already ended, do nothing.
+    /// ``execute()`` returns. An attempt never ends before its ``execute()`` has returned: called while it runs,
+    /// `finish` records `success` and the attempt ends when ``execute()`` returns. The next attempt never runs on
+    /// the caller's thread. Calls after the operation finished, for an attempt that already ended, or a second time
+    /// for the same attempt do nothing.
     /// - Parameter success: Whether the attempt succeeded.
     open func finish(success: Bool = true) {
-        let ended = self.state.mutate { state -> Bool in
-            guard state.attemptIsRunning, !state.isFinished else { return false }
-            state.attemptIsRunning = false
+        let isCancelled = self.isCancelled  // an open property: read it outside the lock
+        let next = self.state.mutate { state -> Next in
+            guard case .attempt(var progress) = state.phase, !progress.finishCalled else { return .wait }
+            progress.finishCalled = true
+            state.phase = .attempt(progress)
             state.success = success
-            return true
+            guard progress.blockReturned else { return .wait }  // the attempt ends when execute() returns
+            return state.attemptEnded(isCancelled: isCancelled)
         }
-        if ended { self.attemptEnded() }
+        self.proceed(next, onCallersThread: true)
     }
 
     /// Starts the next attempt of an operation waiting after a failed attempt with ``manualRetry``.
     ///
-    /// The attempt runs on a global queue, never on the caller's thread. While an attempt runs, after the last
-    /// attempt, or after the operation finished, it does nothing.
+    /// The attempt runs on a global queue, never on the caller's thread. While the operation is paused (its
+    /// ``Queuer`` was paused), the attempt starts at ``resume()``. While an attempt runs, after the last attempt,
+    /// after the operation was cancelled, or after it finished, it does nothing.
     open func retry() {
         let retrying = self.state.mutate { state -> Bool in
-            guard state.isWaitingForRetry, !state.isFinished else { return false }
-            state.isWaitingForRetry = false
+            guard case .waitingForRetry = state.phase else { return false }
+            guard !state.isPaused else {
+                state.phase = .retryingAfterResume
+                return false
+            }
             state.currentAttempt += 1
+            state.beginAttempt()
             return true
         }
-        if retrying {
-            DispatchQueue.global().async { self.runAttempt() }
-        }
+        if retrying { self.proceed(.runNextAttempt, onCallersThread: true) }
     }
 
     /// Records a pause in ``isPaused``; ``Queuer/pause()`` calls it.
     ///
-    /// Override it to pause long-running work, and call `super`.
+    /// While paused, ``retry()`` defers its attempt to ``resume()``. Override it to pause long-running work, and
+    /// call `super`.
     open func pause() {
         self.state.mutate { $0.isPaused = true }
     }
 
-    /// Clears ``isPaused``; ``Queuer/resume()`` calls it.
+    /// Clears ``isPaused``, and starts an attempt that ``retry()`` deferred; ``Queuer/resume()`` calls it.
     ///
     /// Override it to resume long-running work, and call `super`.
     open func resume() {
-        self.state.mutate { $0.isPaused = false }
+        let retrying = self.state.mutate { state -> Bool in
+            state.isPaused = false
+            guard case .retryingAfterResume = state.phase else { return false }
+            state.currentAttempt += 1
+            state.beginAttempt()
+            return true
+        }
+        if retrying { self.proceed(.runNextAttempt, onCallersThread: true) }
     }
 
     // MARK: Queues
@@ -189,60 +307,87 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         queue.addOperation(self)
     }
 
+    /// Records that the operation was handed to `owner`; traps if it was handed to something already.
+    ///
+    /// An operation runs once, in one place: adding it twice would hang a chain, or crash Foundation on a worker
+    /// thread far from the mistake.
+    func claim(by owner: String) {
+        let previous = self.state.mutate { state -> String? in
+            guard let previous = state.owner else {
+                state.owner = owner
+                return nil
+            }
+            return previous
+        }
+        if let previous {
+            preconditionFailure(
+                "\(owner): ConcurrentOperation '\(self.name ?? "unnamed")' was already added to \(previous); "
+                    + "an operation runs once, in one place"
+            )
+        }
+    }
+
+    /// Makes this operation a group's: one attempt, ended by `finish(success:)`, whatever is set.
+    func makeGroup() {
+        self.state.mutate { $0.isGroup = true }
+    }
+
     // MARK: Running
 
-    private func runAttempt() {
-        let manualFinish = self.state.mutate { state -> Bool in
-            state.attemptIsRunning = true
-            state.success = true
-            return state.manualFinish
-        }
-        self.execute()
-        guard !manualFinish else { return }  // the attempt ends when finish(success:) is called
-        let ended = self.state.mutate { state -> Bool in
-            guard state.attemptIsRunning, !state.isFinished else { return false }  // finish() was called already
-            state.attemptIsRunning = false
-            return true
-        }
-        if ended { self.attemptEnded() }
-    }
-
-    private func attemptEnded() {
-        enum Next { case finish, retryNow, waitForRetry }
-        let isCancelled = self.isCancelled  // an open property: read it outside the lock
-        let next = self.state.mutate { state -> Next in
-            let attempts = max(1, state.maximumRetries)
-            guard !state.success, state.currentAttempt < attempts, !isCancelled else { return .finish }
-            if state.manualRetry {
-                state.isWaitingForRetry = true
-                return .waitForRetry
+    /// Runs attempts on the calling thread, one after another, for as long as each is followed by the next at once.
+    ///
+    /// A loop rather than recursion, so that any number of retries runs in constant stack.
+    private func runAttempts() {
+        while true {
+            if self.isCancelled && self.currentAttempt > 1 {
+                // Cancelled between attempts: the next one does not run.
+                let ends = self.state.mutate { state -> Bool in
+                    guard case .attempt = state.phase else { return false }
+                    state.phase = .ended
+                    state.success = false
+                    return true
+                }
+                return ends ? self.finishOperation() : ()
             }
-            state.currentAttempt += 1
-            return .retryNow
-        }
-        switch next {
-        case .finish: self.finishOperation()
-        case .retryNow: self.runAttempt()
-        case .waitForRetry: break
+            self.execute()
+            let isCancelled = self.isCancelled
+            let next = self.state.mutate { state -> Next in
+                guard case .attempt(var progress) = state.phase else { return .wait }
+                progress.blockReturned = true
+                state.phase = .attempt(progress)
+                guard progress.finishCalled || !progress.manualFinish else { return .wait }
+                return state.attemptEnded(isCancelled: isCancelled)
+            }
+            switch next {
+            case .runNextAttempt: continue
+            case .finish, .wait: return self.proceed(next, onCallersThread: false)
+            }
         }
     }
 
-    /// Finishes the operation once: claims the finish under the lock, then changes state between KVO notifications.
-    private func finishOperation() {
-        let claim = self.state.mutate { state -> (claimed: Bool, wasExecuting: Bool) in
-            guard !state.isFinishing else { return (false, false) }
-            state.isFinishing = true
-            state.isWaitingForRetry = false
-            return (true, state.isExecuting)
+    /// Acts on what follows an attempt; from a caller's thread, the next attempt is handed to a global queue.
+    private func proceed(_ next: Next, onCallersThread: Bool) {
+        switch next {
+        case .wait:
+            break
+        case .finish:
+            self.finishOperation()
+        case .runNextAttempt:
+            precondition(onCallersThread, "runAttempts() runs the next attempt itself")
+            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async { self.runAttempts() }
         }
-        guard claim.claimed else { return }
+    }
+
+    /// Finishes the operation once, changing state between KVO notifications.
+    private func finishOperation() {
+        let wasExecuting = self.state.mutate { $0.isExecuting }
         self.willChangeValue(forKey: "isFinished")
-        if claim.wasExecuting { self.willChangeValue(forKey: "isExecuting") }
+        if wasExecuting { self.willChangeValue(forKey: "isExecuting") }
         self.state.mutate { state in
             state.isFinished = true
             state.isExecuting = false
         }
-        if claim.wasExecuting { self.didChangeValue(forKey: "isExecuting") }
+        if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
         self.didChangeValue(forKey: "isFinished")
     }
 
@@ -250,5 +395,19 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         self.willChangeValue(forKey: "isExecuting")
         self.state.mutate { $0.isExecuting = executing }
         self.didChangeValue(forKey: "isExecuting")
+    }
+}
+
+extension QualityOfService {
+    /// The dispatch quality-of-service class that matches this one.
+    fileprivate var dispatchQoS: DispatchQoS.QoSClass {
+        switch self {
+        case .userInteractive: .userInteractive
+        case .userInitiated: .userInitiated
+        case .utility: .utility
+        case .background: .background
+        case .default: .default
+        @unknown default: .default
+        }
     }
 }

@@ -9,8 +9,13 @@ import Foundation
 /// ```
 ///
 /// While its operations run, the group holds a place on its queue but no thread: it finishes from a block that
-/// depends on all of them. Its ``allOperationsSucceeded`` is its ``ConcurrentOperation/success``; a group makes one
-/// attempt, since operations cannot run twice.
+/// depends on all of them. Its ``allOperationsSucceeded`` is its ``ConcurrentOperation/success``. A group makes exactly
+/// one attempt, since operations cannot run twice: its ``ConcurrentOperation/maximumRetries`` is always 1, its
+/// ``ConcurrentOperation/manualRetry`` always `false`, and setting them does nothing. Cancelling the group cancels its
+/// operations.
+///
+/// Each operation belongs to the group alone: one listed twice, or already added to a ``Queuer``, a chain or another
+/// group, traps in `init` with a message that names it.
 open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     /// The operations the group runs.
     public let operations: [ConcurrentOperation]
@@ -23,11 +28,30 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     ///   - operations: Run concurrently when the group starts.
     ///   - completionHandler: Runs after all of them have finished, before the group finishes.
     public init(_ operations: [ConcurrentOperation], completionHandler: (@Sendable () -> Void)? = nil) {
+        var seen = Set<ObjectIdentifier>()
+        for (index, operation) in operations.enumerated() {
+            precondition(
+                seen.insert(ObjectIdentifier(operation)).inserted,
+                "GroupOperation: the operation at index \(index) ('\(operation.name ?? "unnamed")') is listed twice; "
+                    + "an operation runs once"
+            )
+            precondition(
+                !operation.isExecuting && !operation.isFinished,
+                "GroupOperation: the operation at index \(index) ('\(operation.name ?? "unnamed")') has already "
+                    + "started; an operation runs once"
+            )
+            operation.claim(by: "GroupOperation")
+        }
         self.operations = operations
         self.completionHandler = completionHandler
         super.init(name: "GroupOperation")
-        self.maximumRetries = 1
-        self.manualFinish = true
+        self.makeGroup()
+    }
+
+    /// Cancels the group and every operation in it.
+    override open func cancel() {
+        super.cancel()
+        for operation in self.operations { operation.cancel() }
     }
 
     /// Whether every operation of the group succeeded.
