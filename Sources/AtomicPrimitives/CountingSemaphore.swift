@@ -43,9 +43,11 @@ public final class CountingSemaphore {
 
     private let core = LockCore()
     private let condition = ConditionCore()
-    // Safety: `available` and `waiters` are only read or written while `core` is locked.
+    // Safety: `available`, `waiters` and `pendingWakeUps` are only read or written while `core` is locked.
     private var available: Int
     private var waiters = 0
+    /// Waiters a `signal()` has already woken that have not yet run: another signal must not count them again.
+    private var pendingWakeUps = 0
 
     /// Creates a semaphore of the given kind.
     ///
@@ -83,13 +85,18 @@ public final class CountingSemaphore {
     /// Gives a resource back, waking one waiting thread if there is one.
     ///
     /// Signals beyond the starting count add resources, as with `DispatchSemaphore`.
-    /// - Returns: Non-zero if a waiting thread was woken, 0 otherwise.
+    /// - Returns: Non-zero if a waiting thread was woken, 0 otherwise: a waiter that an earlier `signal()` already woke
+    ///   is not counted again.
+    /// - Precondition: The resource count stays at most `Int.max`.
     @discardableResult
     public func signal() -> Int {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
-        self.available += 1
-        guard self.waiters > 0 else { return 0 }
+        let (available, overflow) = self.available.addingReportingOverflow(1)
+        precondition(!overflow, "CountingSemaphore: signal() would raise the resource count past Int.max")
+        self.available = available
+        guard self.waiters > self.pendingWakeUps else { return 0 }
+        self.pendingWakeUps += 1
         self.condition.signal()
         return 1
     }
@@ -125,11 +132,16 @@ public final class CountingSemaphore {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
         self.waiters += 1
-        defer { self.waiters -= 1 }
+        defer {
+            self.waiters -= 1
+            // A waiter that leaves takes no wake-up with it that others still need.
+            self.pendingWakeUps = min(self.pendingWakeUps, self.waiters)
+        }
         while self.available == 0 {
-            if !self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline) && self.available == 0 {
-                return false
-            }
+            let signalled = self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline)
+            // A woken waiter uses up a pending wake-up: if it finds no resource it waits again, uncounted.
+            if signalled && self.pendingWakeUps > 0 { self.pendingWakeUps -= 1 }
+            if !signalled && self.available == 0 { return false }
         }
         self.available -= 1
         return true

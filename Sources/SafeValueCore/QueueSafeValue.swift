@@ -58,6 +58,14 @@ public final class QueueSafeValue<Value> {
 extension QueueSafeValue where Value: Sendable {
     /// Commands that return at once and run their closures and completions on `queue`.
     ///
+    /// > Warning: On Linux, blocks sent to `DispatchQueue.main` run only while something drains the main queue
+    /// > (`dispatchMain()`, `RunLoop.main.run()`, or a top-level `await`). A command for `.main` holds the value from
+    /// > the moment it is granted until its closure has run there, so with nothing draining main, every later command
+    /// > of this value waits forever.
+    ///
+    /// A `wait` command of this value issued inside one of these commands' completions fails at once with
+    /// ``QueueSafeValueError/reentrantWait``: on a serial queue it could block the queue that the command holding the
+    /// value needs.
     /// - Parameter queue: Where the commands' closures and completions run.
     /// - Returns: The schedule; pick a priority on it.
     @inlinable

@@ -6,9 +6,12 @@ public enum QueueSafeValueError: Error, Equatable, Sendable {
     case valueContainerDeinited
     /// A `nil` closure was passed where the command needs one.
     case commandClosureDeallocated
-    /// A `wait` command was issued from inside a command closure of the same value, on the thread running it.
+    /// A `wait` command was issued, on the thread running it, from inside a command closure of the same value or
+    /// from inside one of its `async` commands' completions.
     ///
-    /// Waiting there would deadlock; the command fails at once instead.
+    /// Waiting there would deadlock: inside a closure the value is held; inside a completion its queue is, and on a
+    /// serial queue the command holding the value, or one ahead of the `wait`, may need that queue to run. The command
+    /// fails at once instead. From a completion, issue an `async` or `suspend` command, or hop to another queue first.
     case reentrantWait
     /// The task issuing a `suspend` command was cancelled before the command got the value.
     case cancelled

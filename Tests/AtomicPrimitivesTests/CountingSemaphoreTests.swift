@@ -99,4 +99,48 @@ struct CountingSemaphoreTests {
             _ = CountingSemaphore(.counting(-1))
         }
     }
+
+    @Test("signal() counts a parked waiter once: the second of two quick signals returns 0, as DispatchSemaphore")
+    func signalCountsEachWaiterOnce() {
+        for _ in 0..<20 {
+            let semaphore = CountingSemaphore()
+            let woke = DispatchSemaphore(value: 0)
+            onNewThread {
+                semaphore.wait()
+                woke.signal()
+            }
+            #expect(eventually { semaphore.waitingThreadCount == 1 })
+            let first = semaphore.signal()
+            let second = semaphore.signal()
+            #expect(first == 1)
+            #expect(second == 0, "the only waiter was already woken")
+            #expect(woke.wait(timeout: deadline()) == .success)
+            #expect(semaphore.wait(.now()) == .success, "the second signal left a resource")
+        }
+    }
+
+    @Test("with two parked waiters, two signals each wake one and a third wakes none")
+    func signalCountsTwoWaiters() {
+        let semaphore = CountingSemaphore()
+        let woke = DispatchSemaphore(value: 0)
+        for _ in 0..<2 {
+            onNewThread {
+                semaphore.wait()
+                woke.signal()
+            }
+        }
+        #expect(eventually { semaphore.waitingThreadCount == 2 })
+        #expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
+        for _ in 0..<2 { #expect(woke.wait(timeout: deadline()) == .success) }
+    }
+
+    @Test("signalling past Int.max resources traps with a message naming CountingSemaphore")
+    func overflowTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let semaphore = CountingSemaphore(.counting(Int.max))
+            semaphore.signal()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("CountingSemaphore: signal() would raise the resource count past Int.max"))
+    }
 }

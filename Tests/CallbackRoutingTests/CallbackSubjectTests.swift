@@ -206,3 +206,107 @@ struct CallbackSubjectTests {
         withExtendedLifetime(subscription) {}
     }
 }
+
+@Suite("CallbackSubject: sends and cancels from inside callbacks", .timeLimit(.minutes(1)))
+struct CallbackSubjectReentrancyTests {
+    @Test(
+        "a send from inside one subscriber's callback keeps send order for every later subscriber",
+        arguments: Route.allCases,
+        Route.allCases
+    )
+    func sendInsideCallback(first: Route, second: Route) {
+        let subject = CallbackSubject<Int, Failure>()
+        let a = Recorder()
+        let b = Recorder()
+        let subscriptionA = subject.subscribe(on: first.make()) { value in
+            if value == 0 { subject.send(1) }
+            a.receive(value)
+        }
+        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive)
+        subject.send(0)
+        #expect(a.waitFor(2))
+        #expect(b.waitFor(2))
+        #expect(a.values.value == [0, 1])
+        #expect(b.values.value == [0, 1], "B subscribed after A, and still sees send order")
+        withExtendedLifetime((subscriptionA, subscriptionB)) {}
+    }
+
+    @Test(
+        "a completion sent from inside a callback reaches every subscriber after the values sent before it",
+        arguments: Route.allCases,
+        Route.allCases
+    )
+    func completionInsideCallback(first: Route, second: Route) {
+        let subject = CallbackSubject<Int, Failure>()
+        let a = Recorder()
+        let b = Recorder()
+        let subscriptionA = subject.subscribe(
+            on: first.make(),
+            receiveValue: { value in
+                subject.send(completion: .finished)
+                a.receive(value)
+            },
+            receiveCompletion: a.complete
+        )
+        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive, receiveCompletion: b.complete)
+        subject.send(0)
+        #expect(a.waitFor(2))
+        #expect(b.waitFor(2))
+        #expect(b.values.value == [0], "the value sent before the completion is not lost")
+        #expect(b.completions.value == [.finished])
+        #expect(a.values.value == [0])
+        #expect(a.completions.value == [.finished])
+        withExtendedLifetime((subscriptionA, subscriptionB)) {}
+    }
+
+    @Test("after cancel() returns on another thread, no callback starts", arguments: Route.allCases)
+    func noCallbackStartsAfterCancel(route: Route) {
+        // A sender keeps sending while the test cancels; any callback that starts after cancel() returned is a bug.
+        for _ in 0..<50 {
+            let subject = CallbackSubject<Int, Never>()
+            let cancelled = AtomicBox(false)
+            let lateStarts = AtomicBox(0)
+            let received = DispatchSemaphore(value: 0)
+            let subscription = subject.subscribe(on: route.make()) { _ in
+                if cancelled.value { lateStarts.mutate { $0 += 1 } }
+                received.signal()
+            }
+            let stop = AtomicBox(false)
+            let senderDone = DispatchSemaphore(value: 0)
+            onNewThread {
+                while !stop.value { subject.send(1) }
+                senderDone.signal()
+            }
+            #expect(received.wait(timeout: deadline()) == .success)
+            subscription.cancel()
+            cancelled.mutate { $0 = true }
+            stop.mutate { $0 = true }
+            #expect(senderDone.wait(timeout: deadline()) == .success)
+            #expect(lateStarts.value == 0)
+        }
+    }
+
+    @Test(
+        "cancel() from inside the subscriber's own callback returns at once, on every route",
+        arguments: Route.allCases
+    )
+    func cancelInsideOwnCallback(route: Route) {
+        let subject = CallbackSubject<Int, Never>()
+        let box = AtomicBox<CallbackSubscription?>(nil)
+        let calls = AtomicBox(0)
+        let returned = DispatchSemaphore(value: 0)
+        box.mutate { slot in
+            slot = subject.subscribe(on: route.make()) { _ in
+                calls.mutate { $0 += 1 }
+                box.value?.cancel()
+                returned.signal()
+            }
+        }
+        subject.send(1)
+        subject.send(2)
+        #expect(returned.wait(timeout: deadline()) == .success)
+        subject.send(3)
+        #expect(returned.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+        #expect(calls.value == 1)
+    }
+}

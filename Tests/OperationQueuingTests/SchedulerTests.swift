@@ -21,7 +21,8 @@ struct SchedulerTests {
     func setHandler() {
         let log = AtomicBox<[String]>([])
         let fired = DispatchSemaphore(value: 0)
-        let scheduler = Scheduler(deadline: .now() + .milliseconds(30), repeating: .milliseconds(10))
+        // The deadline lies well after the check below, so that both handlers are set before the first fire.
+        let scheduler = Scheduler(deadline: .now() + .milliseconds(500), repeating: .milliseconds(10))
         #expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut, "no handler, not started")
         scheduler.setHandler { log.mutate { $0.append("first") } }
         scheduler.setHandler {

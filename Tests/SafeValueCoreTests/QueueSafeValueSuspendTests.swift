@@ -106,3 +106,109 @@ private func eventuallyAsync(_ condition: () -> Bool) async -> Bool {
     }
     return true
 }
+
+@Suite("QueueSafeValue: hand-overs and isolation", .timeLimit(.minutes(2)))
+struct QueueSafeValueHandOverTests {
+    @Test("threads issuing wait sets and tasks issuing suspend sets on one value: exact count, quiet under TSan")
+    func waitAndSuspendStress() async {
+        let value = QueueSafeValue(value: 0)
+        let rounds = 2_000
+        let threadsDone = DispatchSemaphore(value: 0)
+        for _ in 0..<2 {
+            onNewThread {
+                for _ in 0..<rounds { value.wait.lowestPriority.set { $0 += 1 } }
+                threadsDone.signal()
+            }
+        }
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<2 {
+                group.addTask {
+                    for _ in 0..<rounds { await value.suspend.lowestPriority.set { $0 += 1 } }
+                }
+            }
+        }
+        for _ in 0..<2 { #expect(threadsDone.wait(timeout: deadline(60)) == .success) }
+        #expect(value.wait.lowestPriority.get() == .success(4 * rounds))
+    }
+
+    @Test("a command issued just as a manual command's done frees the value completes after it on a serial queue")
+    func completionOrderAtRelease() {
+        let value = QueueSafeValue(value: 0)
+        let queue = DispatchQueue(label: "test.release.order")
+        let order = AtomicBox<[Int]>([])
+        let rounds = 20_000
+        let closureRan = DispatchSemaphore(value: 0)
+        let doneBox = AtomicBox<CommandCompletionClosure?>(nil)
+        // Both threads spin, so that `done` and the next command really race.
+        let go = SpinFlag()
+        let finished = DispatchSemaphore(value: 0)
+        onNewThread {
+            for round in 1...rounds {
+                guard go.spin(until: round) else { break }
+                doneBox.value?()
+            }
+            finished.signal()
+        }
+        let schedule = value.async(performIn: queue).lowestPriority
+        for round in 1...rounds {
+            schedule.set(
+                manualCompletion: { _, done in
+                    doneBox.mutate { $0 = done }
+                    closureRan.signal()
+                },
+                completion: { _ in order.mutate { $0.append(2 * round) } }
+            )
+            guard closureRan.wait(timeout: deadline()) == .success else { break }
+            go.set(round)
+            for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
+            schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
+        }
+        #expect(finished.wait(timeout: deadline(30)) == .success)
+        let drained = DispatchSemaphore(value: 0)
+        schedule.get { _ in drained.signal() }
+        #expect(drained.wait(timeout: deadline(30)) == .success)
+        let recorded = order.value
+        #expect(recorded.count == 2 * rounds)
+        let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count
+        #expect(misordered == 0, "completions in command order on a serial queue")
+    }
+
+    @Test("suspend commands with closures compile and run from the main actor, an actor and nonisolated code")
+    func isolations() async {
+        let value = QueueSafeValue(value: 0)
+        await Self.fromMainActor(value)
+        await Counter(value).bump()
+        await Self.fromNonisolated(value)
+        #expect(value.wait.lowestPriority.get() == .success(3))
+    }
+
+    @MainActor
+    static func fromMainActor(_ value: QueueSafeValue<Int>) async {
+        await value.suspend.lowestPriority.set { $0 += 1 }
+        let doubled = await value.suspend.highestPriority.map { $0 * 2 }
+        #expect(doubled == .success(2))
+    }
+
+    nonisolated static func fromNonisolated(_ value: QueueSafeValue<Int>) async {
+        await value.suspend.lowestPriority.set { $0 += 1 }
+        #expect(await value.suspend.lowestPriority.map { $0 } == .success(3))
+    }
+
+    actor Counter {
+        let value: QueueSafeValue<Int>
+        var local = 0
+
+        init(_ value: QueueSafeValue<Int>) {
+            self.value = value
+        }
+
+        func bump() async {
+            // The closure touches the actor's own state: it runs on the actor.
+            await self.value.suspend.lowestPriority.set {
+                $0 += 1
+                self.local += 1
+            }
+            _ = await self.value.suspend.lowestPriority.map { $0 + self.local }
+        }
+    }
+}

@@ -183,12 +183,20 @@ struct QueueSafeValueTests {
         let nested = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
         let finished = DispatchSemaphore(value: 0)
         value.async(performIn: queue.queue).lowestPriority.get { _ in
-            let result = value.wait.lowestPriority.get()
-            nested.mutate { $0 = result }
+            // Released: a suspend-free read from another thread gets the value at once.
+            let fromElsewhere = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+            let read = DispatchSemaphore(value: 0)
+            onNewThread {
+                let result = value.wait.lowestPriority.get()
+                fromElsewhere.mutate { $0 = result }
+                read.signal()
+            }
+            _ = read.wait(timeout: deadline())
+            nested.mutate { $0 = fromElsewhere.value }
             finished.signal()
         }
         #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(nested.value == .success(3), "a wait inside a completion is not a re-entrant wait")
+        #expect(nested.value == .success(3), "the value is free while the completion runs")
     }
 
     @Test("the QoS overload runs on a global queue")
@@ -207,11 +215,17 @@ struct QueueSafeValueTests {
 
 @Suite("QueueSafeValue: completions that wait", .timeLimit(.minutes(1)))
 struct QueueSafeValueCompletionWaitTests {
+    /// How an `async` command of `value` delivers its completion.
+    enum CompletionKind: CaseIterable, Sendable {
+        case access, manual, failure
+    }
+
     @Test(
-        "a wait inside an async completion does not deadlock while later commands are pending",
-        arguments: [false, true]
+        "a wait inside an async completion fails fast with reentrantWait instead of deadlocking the queue",
+        arguments: [false, true],
+        CompletionKind.allCases
     )
-    func waitInsideCompletionWithPendingCommands(concurrent: Bool) {
+    func waitInsideCompletion(concurrent: Bool, kind: CompletionKind) {
         let value = QueueSafeValue(value: 0)
         let queue = DispatchQueue(label: "test.completion.wait", attributes: concurrent ? .concurrent : [])
         let helper = TaggedQueue("test.completion.hold")
@@ -219,20 +233,45 @@ struct QueueSafeValueCompletionWaitTests {
         #expect(hold.isHolding())
         let seen = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
         let finished = DispatchSemaphore(value: 0)
-        value.async(performIn: queue).lowestPriority.set(
-            accessClosure: { $0 += 1 },
-            completion: { _ in
-                // Issued from the completion while the next command (below) already holds the turn.
-                let result = value.wait.lowestPriority.get()
-                seen.mutate { $0 = result }
-                finished.signal()
-            }
-        )
-        // On a concurrent queue the next command shares the completion's queue; on a serial one it could not run
-        // there while the completion blocks (a deadlock of the caller's making), so it goes to `helper`.
-        value.async(performIn: concurrent ? queue : helper.queue).lowestPriority.set(accessClosure: { $0 += 10 })
+        let completion: @Sendable (Result<Int, QueueSafeValueError>) -> Void = { _ in
+            // On a serial queue the next command (below) holds the value and needs this very queue.
+            let result = value.wait.lowestPriority.get()
+            seen.mutate { $0 = result }
+            finished.signal()
+        }
+        let schedule = value.async(performIn: queue).lowestPriority
+        switch kind {
+        case .access: schedule.set(accessClosure: { $0 += 1 }, completion: completion)
+        case .manual:
+            schedule.set(
+                manualCompletion: {
+                    $0 += 1
+                    $1()
+                },
+                completion: completion
+            )
+        case .failure: schedule.set(accessClosure: nil, completion: completion)
+        }
+        schedule.set(accessClosure: { $0 += 10 })
         hold.release()
+        #expect(finished.wait(timeout: deadline()) == .success, "never a deadlock")
+        #expect(seen.value == .failure(.reentrantWait))
+        #expect(value.wait.lowestPriority.get() == .success(kind == .failure ? 10 : 11))
+    }
+
+    @Test("a wait for another value inside a completion waits normally")
+    func waitForAnotherValue() {
+        let value = QueueSafeValue(value: 1)
+        let other = QueueSafeValue(value: 2)
+        let queue = TaggedQueue("test.completion.other")
+        let seen = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+        let finished = DispatchSemaphore(value: 0)
+        value.async(performIn: queue.queue).lowestPriority.get { _ in
+            let result = other.wait.lowestPriority.get()
+            seen.mutate { $0 = result }
+            finished.signal()
+        }
         #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(seen.value == .success(11))
+        #expect(seen.value == .success(2))
     }
 }

@@ -1,6 +1,7 @@
 import AtomicPrimitives
 import Dispatch
 import Foundation
+import Synchronization
 
 /// How many threads contention tests start: one per core, and at least two.
 public let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
@@ -106,5 +107,35 @@ public final class TaggedQueue: Sendable {
         let drained = DispatchSemaphore(value: 0)
         self.queue.async { drained.signal() }
         return drained.wait(timeout: deadline()) == .success
+    }
+}
+
+/// A round number two threads spin on, so that what each does next really races (a semaphore would let one of them
+/// wake microseconds late).
+public final class SpinFlag: Sendable {
+    private let round = Atomic<Int>(0)
+
+    /// Creates a flag at round 0.
+    public init() {}
+
+    /// Publishes `round`.
+    public func set(_ round: Int) {
+        self.round.store(round, ordering: .releasing)
+    }
+
+    /// Spins until the flag reaches `round`, for at most ten seconds.
+    ///
+    /// - Returns: `false` at the deadline.
+    public func spin(until round: Int) -> Bool {
+        let limit = deadline()
+        while self.round.load(ordering: .acquiring) < round {
+            if DispatchTime.now() > limit { return false }
+        }
+        return true
+    }
+
+    /// Burns a moment without a system call.
+    public func pause() {
+        _ = self.round.load(ordering: .relaxed)
     }
 }

@@ -17,6 +17,8 @@
 ///   sent from inside a subscriber's own callback reaches that subscriber after the callback returns.
 /// - After ``send(completion:)``, later sends are ignored, ``subscriberCount`` is 0, and a new subscriber receives
 ///   the completion at once (before ``subscribe(on:receiveValue:receiveCompletion:)`` returns, on `untouch`).
+/// - Every subscriber receives the events in one order, also when a callback sends or completes: values sent before a
+///   completion reach every subscriber before it.
 /// - No subscriber is called while the subject's lock is held, so a callback may send, subscribe or cancel.
 public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     private struct State {
@@ -59,7 +61,8 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
             return state.completion
         }
         if let completion {
-            subscriber.receive(.completion(completion))
+            subscriber.enqueue(.completion(completion))
+            subscriber.startDrainIfScheduled()
         }
         return CallbackSubscription { [weak self] in
             subscriber.close()
@@ -71,10 +74,12 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     ///
     /// - Parameter value: The value; each subscriber receives it on its own queue.
     public func send(_ value: Output) {
-        let subscribers = self.state.value.subscribers
-        for subscriber in subscribers {
-            subscriber.receive(.value(value))
+        // Into every mailbox under the lock, so that every subscriber sees sends in one order; delivered outside it.
+        let subscribers = self.state.mutate { state in
+            for subscriber in state.subscribers { subscriber.enqueue(.value(value)) }
+            return state.subscribers
         }
+        for subscriber in subscribers { subscriber.startDrainIfScheduled() }
     }
 
     /// Ends the subject: every subscriber receives `completion`, and later sends are ignored.
@@ -84,11 +89,10 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         let subscribers = self.state.mutate { state -> [SubjectSubscriber<Output, Failure>] in
             guard state.completion == nil else { return [] }
             state.completion = completion
+            for subscriber in state.subscribers { subscriber.enqueue(.completion(completion)) }
             defer { state.subscribers = [] }
             return state.subscribers
         }
-        for subscriber in subscribers {
-            subscriber.receive(.completion(completion))
-        }
+        for subscriber in subscribers { subscriber.startDrainIfScheduled() }
     }
 }

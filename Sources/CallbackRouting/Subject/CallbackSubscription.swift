@@ -1,9 +1,13 @@
 /// A subscriber's hold on a ``CallbackSubject``: cancel it, or release it, to stop receiving.
 ///
 /// No `receiveValue` or `receiveCompletion` call starts after ``cancel()`` returns or after the subscription is
-/// released; values already queued for the subscriber are dropped. `cancel()` does not wait for a call that is
-/// already running on another thread. Keep the subscription for as long as you want values, as with Combine's
-/// `AnyCancellable`.
+/// released; values already queued for the subscriber are dropped. A call that is already running on another thread
+/// is waited for, since it cannot be told apart from one about to start; a call running on the calling thread (the
+/// subscriber cancelling itself from its callback) is not. Keep the subscription for as long as you want values, as
+/// with Combine's `AnyCancellable`.
+///
+/// > Warning: Because ``cancel()`` waits for a callback running on another thread, do not cancel a subscription
+/// > while holding something that its callback waits for (a lock, or the queue a callback `sync`s onto).
 public final class CallbackSubscription: Sendable {
     private let cancellation: AtomicBox<(@Sendable () -> Void)?>
 
@@ -15,7 +19,8 @@ public final class CallbackSubscription: Sendable {
         self.cancel()
     }
 
-    /// Stops delivery to this subscriber.
+    /// Stops delivery to this subscriber; once it returns, no callback of the subscriber runs or starts, but one that
+    /// called it.
     ///
     /// Calling it again, or from inside the subscriber's own callback, is safe.
     public func cancel() {

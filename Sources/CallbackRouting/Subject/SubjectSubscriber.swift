@@ -1,13 +1,27 @@
+import AtomicPrimitives
+
 /// One subscriber of a ``CallbackSubject``: a mailbox of events delivered one at a time, in order, on its route.
 ///
-/// Sends append to the mailbox; whoever finds it idle schedules one drain on the subscriber's ``CallbackQueue``, and
-/// the drain delivers events until the mailbox is empty. So calls to one subscriber never overlap and follow send
-/// order whatever the route, a value sent from inside the subscriber's own callback is delivered after that callback
-/// returns, and no callback runs under a lock.
+/// The subject puts each event into every subscriber's mailbox under its own lock, so all subscribers see the same
+/// order; then, outside it, it starts a drain for each mailbox it found idle. A drain delivers events on the
+/// subscriber's ``CallbackQueue`` until the mailbox is empty. So calls to one subscriber never overlap and follow
+/// send order whatever the route — also when a callback sends or completes — a value sent from inside the
+/// subscriber's own callback is delivered after that callback returns, and no callback runs under a lock of the
+/// subject or the mailbox.
 final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     enum Event {
         case value(Output)
         case completion(SubjectCompletion<Failure>)
+    }
+
+    /// Whether a drain delivers the mailbox's events.
+    enum DrainState {
+        /// No drain: the next event put in schedules one.
+        case idle
+        /// Events wait, and the sender that put the first of them in starts the drain.
+        case scheduled
+        /// A drain is on its way to the route, or runs.
+        case draining
     }
 
     struct Mailbox {
@@ -15,10 +29,11 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         /// storage is reused and a steady stream of sends allocates nothing.
         var events: [Event] = []
         var head = 0
-        /// A drain is scheduled or running.
-        var isDraining = false
+        var drain = DrainState.idle
         /// Cancelled, or the completion was delivered: nothing more is accepted or delivered.
         var isClosed = false
+        /// The thread inside a callback of this subscriber, or 0.
+        var deliveringThread: UInt = 0
 
         mutating func reset() {
             self.events.removeAll(keepingCapacity: true)
@@ -30,6 +45,8 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     private let receiveValue: @Sendable (Output) -> Void
     private let receiveCompletion: @Sendable (SubjectCompletion<Failure>) -> Void
     private let mailbox = AtomicBox(Mailbox())
+    /// Held while a callback is chosen and runs, so that `close()` from another thread can wait for it.
+    private let delivery = MutexLock()
 
     init(
         route: CallbackQueue,
@@ -41,16 +58,25 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         self.receiveCompletion = receiveCompletion
     }
 
-    /// Queues `event` and starts a drain on the route unless one is already scheduled or running.
-    func receive(_ event: Event) {
-        let startsDrain = self.mailbox.mutate { mailbox -> Bool in
-            guard !mailbox.isClosed else { return false }
+    /// Puts `event` in the mailbox; call ``startDrainIfScheduled()`` afterwards, outside every lock.
+    ///
+    /// The subject calls this under its own lock for every subscriber, so that all of them get events in one order.
+    func enqueue(_ event: Event) {
+        self.mailbox.mutate { mailbox in
+            guard !mailbox.isClosed else { return }
             mailbox.events.append(event)
-            guard !mailbox.isDraining else { return false }
-            mailbox.isDraining = true
+            if case .idle = mailbox.drain { mailbox.drain = .scheduled }
+        }
+    }
+
+    /// Starts the drain that an ``enqueue(_:)`` scheduled, unless another sender already has.
+    func startDrainIfScheduled() {
+        let starts = self.mailbox.mutate { mailbox -> Bool in
+            guard case .scheduled = mailbox.drain else { return false }
+            mailbox.drain = .draining
             return true
         }
-        guard startsDrain else { return }
+        guard starts else { return }
         if case .untouch = self.route {
             self.drain()  // The same as going through `execute`, without allocating a closure per send.
         } else {
@@ -58,30 +84,42 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    /// Stops delivery and drops what is queued.
+    /// Stops delivery and drops what is queued; returns once no callback of this subscriber can start any more.
+    ///
+    /// A callback running on another thread is waited for, since from outside it cannot be told apart from one about
+    /// to start; one running on the calling thread (the subscriber cancelling itself) is not.
     func close() {
-        self.mailbox.mutate { mailbox in
+        let mustWait = self.mailbox.mutate { mailbox -> Bool in
             mailbox.isClosed = true
             mailbox.reset()
+            return mailbox.deliveringThread != 0 && mailbox.deliveringThread != currentThreadID()
         }
+        if mustWait { self.delivery.withLock {} }
     }
 
     private func drain() {
-        while let event = self.nextEvent() {
+        while true {
+            self.delivery.lock()
+            guard let event = self.nextEvent() else {
+                self.delivery.unlock()
+                return
+            }
             switch event {
             case .value(let value):
                 self.receiveValue(value)
             case .completion(let completion):
                 self.receiveCompletion(completion)
             }
+            self.mailbox.mutate { $0.deliveringThread = 0 }
+            self.delivery.unlock()
         }
     }
 
-    /// The next event to deliver, or `nil` after marking the drain finished.
+    /// The next event to deliver, recorded as being delivered on this thread; or `nil` after ending the drain.
     private func nextEvent() -> Event? {
         self.mailbox.mutate { mailbox -> Event? in
             guard !mailbox.isClosed, mailbox.head < mailbox.events.count else {
-                mailbox.isDraining = false
+                mailbox.drain = .idle
                 mailbox.reset()
                 return nil
             }
@@ -90,6 +128,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
             if case .completion = event {
                 mailbox.isClosed = true
             }
+            mailbox.deliveringThread = currentThreadID()
             return event
         }
     }

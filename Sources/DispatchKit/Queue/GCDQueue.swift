@@ -106,7 +106,14 @@ public struct GCDQueue: Sendable, Equatable {
     /// Inside a serial `DispatchQueue` that DispatchKit did not make it is `nil`; inside a raw concurrent queue it may
     /// be the global queue that queue targets.
     public static var current: GCDQueue? {
+        if let id = SyncRecord.shared.inlineInnermostID {
+            // An inline `sync` onto that queue runs now, so its `GCDQueue`, and with it the marker, is alive.
+            let marker = Unmanaged<QueueMarker>.fromOpaque(UnsafeRawPointer(bitPattern: id).unsafelyUnwrapped)
+                .takeUnretainedValue()
+            return marker.queue.map { GCDQueue($0, marker: marker) }
+        }
         guard let marker = QueueMarker.innermost, let queue = marker.queue else { return nil }
+        if marker.isGlobal && !marker.isRunningDirectly { return nil }  // a raw serial queue that targets it
         return GCDQueue(queue, marker: marker)
     }
 
@@ -163,8 +170,13 @@ public struct GCDQueue: Sendable, Equatable {
     @usableFromInline
     func run(_ work: () -> Void) {
         let innermostID = self.marker.innermostID
-        if self.marker.record.isInside(self.marker.id, innermostID: innermostID) { return work() }
-        self.marker.record.withOuterQueue(innermostID) { self.dispatchQueue.sync(execute: work) }
+        let record = self.marker.record
+        if record.isInside(self.marker.id, innermostID: innermostID) {
+            return record.runInline(self.marker.id, work)
+        }
+        record.leaving(innermostID) { chain in
+            self.dispatchQueue.sync { record.adopting(chain, work) }
+        }
     }
 
     /// Runs `block` alone on this queue: after the blocks before it, before the ones after it.
@@ -204,7 +216,15 @@ public struct GCDQueue: Sendable, Equatable {
                 for index in 0..<count { block(index) }
             }
         } else {
-            self.sync { DispatchQueue.concurrentPerform(iterations: count, execute: block) }
+            let record = self.marker.record
+            let id = self.marker.id
+            self.sync {
+                // Each worker runs its iterations inside this queue, on behalf of the caller's whole sync chain.
+                let chain = record.chain
+                DispatchQueue.concurrentPerform(iterations: count) { index in
+                    record.adopting(chain) { record.runInline(id) { block(index) } }
+                }
+            }
         }
     }
 }

@@ -1,6 +1,17 @@
 import Dispatch
 import Synchronization
 
+#if canImport(CDispatch)
+import CDispatch
+#endif
+#if canImport(Glibc)
+@preconcurrency import Glibc
+#elseif canImport(Musl)
+@preconcurrency import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// The identity of a queue DispatchKit knows: main, a global queue, or one made by `GCDQueue(name:kind:)`.
 ///
 /// A marker is set on its queue twice: the object under ``key`` (the queue keeps it alive), and its ``id`` under
@@ -78,7 +89,22 @@ final class QueueMarker: @unchecked Sendable {
 
     /// Whether the calling thread runs in this marker's queue: directly, in a queue that targets it, or through `sync`
     /// calls nested inside it.
+    ///
+    /// A global queue counts only when the code runs in it directly.
     var isCurrent: Bool {
-        self.record.isInside(self.id, innermostID: self.innermostID)
+        self.record.isInside(self.id, innermostID: self.innermostID) && (!self.isGlobal || self.isRunningDirectly)
+    }
+
+    /// Whether the code runs in this marker's queue itself, not in a queue that targets it.
+    ///
+    /// The current queue's label is this queue's. Used for global queues, whose specifics every queue that targets
+    /// them inherits.
+    var isRunningDirectly: Bool {
+        #if canImport(CDispatch)
+        guard let queue = self.queue else { return false }
+        return strcmp(dispatch_queue_get_label(nil), queue.label) == 0
+        #else
+        return true
+        #endif
     }
 }

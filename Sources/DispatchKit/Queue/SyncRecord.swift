@@ -1,51 +1,66 @@
 import AtomicPrimitives
 
-/// The queues a thread is inside through nested `GCDQueue.sync` calls, beyond the innermost one.
+/// The queues a thread is logically inside through `GCDQueue.sync` calls, beyond the one Dispatch reports.
 ///
-/// Inside `b.sync { }` called from queue `a`, `getSpecific` names only `b`; the thread is still inside `a`, blocked
-/// there. Each `sync` called from inside a DispatchKit queue pushes that queue as a frame on the calling thread's
-/// stack, so that `a.sync { b.sync { a.sync { } } }` sees it is inside `a` and runs inline instead of deadlocking.
-/// Frames live on the stack of the `sync` call: no allocation. Markers keep a reference to the one instance, so that
-/// the hot path reads no lazily initialised global.
+/// Inside `b.sync { }` called from queue `a`, `getSpecific` names only `b`; the code is still inside `a`, which waits
+/// for it. Each `sync` that leaves the calling thread records the queue it was called from (an *outer* frame) and
+/// hands the caller's whole chain to the block, on whatever thread the block runs — also the main thread, or a
+/// worker of `iterate` — so that `a.sync { GCDQueue.main.sync { a.sync { } } }` sees it is inside `a` and runs inline
+/// instead of deadlocking. A `sync` that runs inline records its queue as an *inline* frame: it is then the innermost
+/// queue, which is what ``GCDQueue/current`` reports. Frames live on the stacks of the `sync` calls: no allocation.
+/// Markers keep a reference to the one instance, so that the hot path reads no lazily initialised global.
 final class SyncRecord: Sendable {
-    private struct Frame {
-        let id: UInt
-        let previous: UnsafeMutableRawPointer?
+    /// What a frame records.
+    private enum Kind: UInt {
+        /// The thread (or the thread it works for) waits in a `sync` called from inside this queue.
+        case outer
+        /// Code runs inside this queue without Dispatch knowing: an inline `sync`, or an iteration of `iterate`.
+        case inline
     }
 
     /// The one instance.
     static let shared = SyncRecord()
 
-    private let top = ThreadLocalPointer()
+    private let frames = ThreadFrameStack()
 
     private init() {}
 
-    /// Whether the calling thread is inside the queue whose marker has `id`, directly or through nested `sync`s.
+    /// Whether the calling code is inside the queue whose marker has `id`, directly or through nested `sync`s.
     ///
     /// - Parameters:
     ///   - id: The queue's marker ``QueueMarker/id``.
     ///   - innermostID: ``QueueMarker/innermostID``, read by the caller.
-    /// - Returns: `true` if the thread runs in that queue or waits in a `sync` from inside it.
+    /// - Returns: `true` if the code runs in that queue, or a `sync` it is nested in was called from inside it.
     func isInside(_ id: UInt, innermostID: UInt) -> Bool {
-        if innermostID == id { return true }
-        var frame = self.top.value
-        while let current = frame {
-            let record = current.load(as: Frame.self)
-            if record.id == id { return true }
-            frame = record.previous
-        }
-        return false
+        innermostID == id || self.frames.contains(id)
     }
 
-    /// Runs `body` with the queue whose marker has `outerID` (if not 0) recorded as one the calling thread is inside.
-    func withOuterQueue(_ outerID: UInt, _ body: () -> Void) {
-        guard outerID != 0 else { return body() }
-        let previous = self.top.value
-        var frame = Frame(id: outerID, previous: previous)
-        withUnsafeMutablePointer(to: &frame) { pointer in
-            self.top.value = UnsafeMutableRawPointer(pointer)
-            defer { self.top.value = previous }
-            body()
-        }
+    /// The marker id of the queue an inline `sync` or an iteration runs in, if that is the innermost queue.
+    var inlineInnermostID: UInt? {
+        guard let top = self.frames.topFrame, top.kind == Kind.inline.rawValue else { return nil }
+        return top.id
+    }
+
+    /// Runs `work` inline, as inside the queue whose marker has `id`.
+    func runInline(_ id: UInt, _ work: () -> Void) {
+        self.frames.withFrame(id: id, kind: Kind.inline.rawValue, work)
+    }
+
+    /// Runs `dispatch`, which runs a block elsewhere and waits for it, with the queue whose marker has `outerID` (if
+    /// not 0) recorded as one the calling code is inside; `dispatch` gets the chain to hand to the block.
+    func leaving(_ outerID: UInt, _ dispatch: (_ chain: ThreadFrameStack.Chain) -> Void) {
+        guard outerID != 0 else { return dispatch(self.frames.chain) }
+        self.frames.withFrame(id: outerID, kind: Kind.outer.rawValue) { dispatch(self.frames.chain) }
+    }
+
+    /// Runs `work` on the calling thread with `chain` (from ``leaving(_:_:)``) as its record.
+    func adopting(_ chain: ThreadFrameStack.Chain, _ work: () -> Void) {
+        guard !chain.isEmpty else { return work() }  // nothing to carry: the common case costs nothing
+        self.frames.withChain(chain, work)
+    }
+
+    /// The calling thread's chain, to hand to other threads that work for it (as `iterate` does).
+    var chain: ThreadFrameStack.Chain {
+        self.frames.chain
     }
 }

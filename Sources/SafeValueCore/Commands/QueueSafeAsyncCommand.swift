@@ -97,8 +97,9 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     @inlinable
     func fail(_ error: QueueSafeValueError, _ completion: AsyncCompletion?) {
         guard let completion else { return }
-        let reported: QueueSafeValueError = !self.storage.engine.isHolderAlive ? .valueContainerDeinited : error
-        self.queue.async { completion(.failure(reported)) }
+        let engine = self.storage.engine
+        let reported: QueueSafeValueError = !engine.isHolderAlive ? .valueContainerDeinited : error
+        self.queue.async { engine.runCompletion { completion(.failure(reported)) } }
     }
 
     @inlinable
@@ -107,15 +108,16 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
             return self.fail(.valueContainerDeinited, completion)
         }
         storage.engine.submit(self.priority, on: self.queue) {
+            storage.engine.tookTurnOver()
             let result = storage.runClosure { value -> Value in
                 access(&value)
                 return value
             }
-            let next = storage.engine.releaseReturningNext()
+            let next = storage.engine.release()
             guard let completion else { return next }  // nothing of the user's runs before the next job: chain it
-            // Wake the next holder before the completion runs: a completion may itself wait for this value.
+            // Wake the next holder before the completion runs, so that the value is not held by a completion.
             next?.grant()
-            completion(.success(result))
+            storage.engine.runCompletion { completion(.success(result)) }
             return nil
         }
     }
@@ -132,11 +134,15 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
         }
         let queue = self.queue
         storage.engine.submit(self.priority, on: queue) {
+            storage.engine.tookTurnOver()
             let latch = CompletionLatch {
                 let result = storage.value
-                storage.engine.release {
-                    if let completion { queue.async { completion(.success(result)) } }
+                // The completion goes onto the queue before the value is released: a command issued after the
+                // release, from any thread, then queues its own job behind it, so completions keep command order.
+                if let completion {
+                    queue.async { storage.engine.runCompletion { completion(.success(result)) } }
                 }
+                storage.engine.release()?.grant()
             }
             storage.runClosure { value in body(&value, latch.done) }
             latch.closureReturned()

@@ -2,7 +2,8 @@
 ///
 /// A task cancelled while its command waits gets ``QueueSafeValueError/cancelled`` promptly, without waiting for the
 /// value; a task already cancelled when it issues the command gets it without running the command. Closures are
-/// non-escaping and run in the calling task.
+/// non-escaping and run in the calling task, on its actor: each command takes the caller's isolation (`#isolation`),
+/// so a closure that is not `Sendable` can be passed from the main actor, from any actor, or from nonisolated code.
 public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     @usableFromInline
     let storage: ValueStorage<Value>
@@ -17,20 +18,26 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
 
     /// Reads the value.
     ///
+    /// - Parameter isolation: The caller's actor; leave the default.
     /// - Returns: A copy of the value, or why the command did not run.
     @inlinable
-    public func get() async -> Result<Value, QueueSafeValueError> {
-        await self.perform { $0 }
+    public func get(isolation: isolated (any Actor)? = #isolation) async -> Result<Value, QueueSafeValueError> {
+        await self.perform(isolation: isolation) { $0 }
     }
 
     /// Replaces the value.
     ///
-    /// - Parameter newValue: The new value.
+    /// - Parameters:
+    ///   - isolation: The caller's actor; leave the default.
+    ///   - newValue: The new value.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
     @inlinable
-    public func set(newValue: Value) async -> Result<Value, QueueSafeValueError> {
-        await self.perform { value in
+    public func set(
+        isolation: isolated (any Actor)? = #isolation,
+        newValue: Value
+    ) async -> Result<Value, QueueSafeValueError> {
+        await self.perform(isolation: isolation) { value in
             value = newValue
             return value
         }
@@ -38,12 +45,18 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
 
     /// Changes the value in place.
     ///
-    /// - Parameter access: Runs in the calling task with the value `inout`, inside the command's critical section.
+    /// - Parameters:
+    ///   - isolation: The caller's actor; leave the default.
+    ///   - access: Runs in the calling task, on its actor, with the value `inout`, inside the command's critical
+    ///     section.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
     @inlinable
-    public func set(_ access: (inout Value) -> Void) async -> Result<Value, QueueSafeValueError> {
-        await self.perform { value in
+    public func set(
+        isolation: isolated (any Actor)? = #isolation,
+        _ access: (inout Value) -> Void
+    ) async -> Result<Value, QueueSafeValueError> {
+        await self.perform(isolation: isolation) { value in
             access(&value)
             return value
         }
@@ -51,22 +64,26 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
 
     /// Computes something from the value while holding it.
     ///
-    /// - Parameter transform: Runs in the calling task, inside the command's critical section.
+    /// - Parameters:
+    ///   - isolation: The caller's actor; leave the default.
+    ///   - transform: Runs in the calling task, on its actor, inside the command's critical section.
     /// - Returns: What `transform` returned, or why the command did not run.
     @inlinable
     public func map<Transformed>(
+        isolation: isolated (any Actor)? = #isolation,
         _ transform: (Value) -> Transformed
     ) async -> Result<Transformed, QueueSafeValueError> {
-        await self.perform { value in transform(value) }
+        await self.perform(isolation: isolation) { value in transform(value) }
     }
 
     @inlinable
     func perform<Success>(
+        isolation: isolated (any Actor)?,
         _ body: (inout Value) -> Success
     ) async -> Result<Success, QueueSafeValueError> {
         guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
         guard await storage.engine.acquireSuspending(self.priority) else { return .failure(.cancelled) }
-        defer { storage.engine.release() }
+        defer { storage.engine.release()?.grant() }
         return .success(storage.runClosure(body))
     }
 }

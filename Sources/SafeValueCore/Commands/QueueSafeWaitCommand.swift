@@ -1,8 +1,9 @@
 /// The commands of the `wait` schedule: each blocks the calling thread until it has run, and runs its closures there.
 ///
-/// > Warning: Issuing a `wait` command from inside a command closure of the same value would deadlock; it returns
-/// > ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one on a serial queue that an `async`
-/// > command of the same value is waiting to run on: the queue would be blocked waiting for itself.
+/// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
+/// > same value would deadlock; it returns ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one
+/// > from any other block on a serial queue that `async` commands of the same value use: the queue would be blocked
+/// > waiting for a command that needs the queue.
 public struct QueueSafeWaitCommand<Value> {
     @usableFromInline
     let storage: ValueStorage<Value>
@@ -122,7 +123,7 @@ public struct QueueSafeWaitCommand<Value> {
     ) -> Result<ValueStorage<Value>, QueueSafeValueError> {
         guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
         if closureMissing { return .failure(.commandClosureDeallocated) }
-        if storage.engine.isRunningClosureOnCurrentThread { return .failure(.reentrantWait) }
+        if storage.engine.isReentrantOnCurrentThread { return .failure(.reentrantWait) }
         return .success(storage)
     }
 
@@ -135,7 +136,7 @@ public struct QueueSafeWaitCommand<Value> {
     func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
         self.storage().map { storage in
             storage.engine.acquireBlocking(self.priority)
-            defer { storage.engine.release() }
+            defer { storage.engine.release()?.grant() }
             return storage.runClosure(body)
         }
     }
@@ -156,7 +157,7 @@ public struct QueueSafeWaitCommand<Value> {
     ) -> Result<Value, QueueSafeValueError> {
         self.storage().map { storage in
             storage.engine.acquireBlocking(self.priority)
-            defer { storage.engine.release() }
+            defer { storage.engine.release()?.grant() }
             let ended = CountingSemaphore(.barrier)
             let latch = CompletionLatch { ended.signal() }
             storage.runClosure { value in body(&value, latch.done) }

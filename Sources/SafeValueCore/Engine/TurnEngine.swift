@@ -23,6 +23,7 @@ final class TurnEngine: @unchecked Sendable {
         func grant() {
             switch self {
             case .thread(let semaphore): semaphore.signal()
+            // A job starts with `tookTurnOver()`.
             case .job(let queue, let job): queue.async { TurnEngine.runJobs(job, on: queue) }
             case .task(let continuation): continuation.resume(returning: true)
             }
@@ -106,7 +107,10 @@ final class TurnEngine: @unchecked Sendable {
     func acquireBlockingSlowly(_ priority: CommandPriority) {
         let semaphore = CountingSemaphore(.barrier)
         let acquired = self.lock.withLock { self.acquireOrEnqueue(.thread(semaphore), priority: priority) }
-        if !acquired { semaphore.wait() }
+        if !acquired {
+            semaphore.wait()
+            self.tookTurnOver()
+        }
     }
 
     /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
@@ -146,7 +150,7 @@ final class TurnEngine: @unchecked Sendable {
             self.nextWaiterID &+= 1
             return self.nextWaiterID
         }
-        return await withTaskCancellationHandler {
+        let acquired = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
                 let immediate = self.lock.withLock { () -> Bool? in
                     if self.acquireOrMarkContended() { return true }
@@ -161,51 +165,45 @@ final class TurnEngine: @unchecked Sendable {
                 continuation.resume(returning: false)
             }
         }
+        if acquired { self.tookTurnOver() }
+        return acquired
     }
 
     // MARK: Giving the turn back
 
-    /// Ends the caller's turn and hands it to the next waiter.
+    /// Ends the caller's turn and returns the waiter that now holds it, which the caller must wake with
+    /// ``Waiter/grant()``.
+    ///
+    /// The one way to give the turn back. Whatever must come before the next holder's work — an `async` command's
+    /// completion sent to its queue — is done before calling this, on both paths: once the turn is free, a command
+    /// issued on another thread may take it at once and send its own job ahead.
     @inlinable
-    func release() {
-        if !self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
-            self.handOver()?.grant()
-        }
-    }
-
-    /// Ends the caller's turn and returns the waiter that now holds it, without waking it: the caller must.
-    @usableFromInline
-    func releaseReturningNext() -> Waiter? {
+    func release() -> Waiter? {
         if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
             return nil
         }
         return self.handOver()
     }
 
-    /// Ends the caller's turn, runs `beforeHandOver`, then hands the turn to the next waiter.
-    @usableFromInline
-    func release(beforeHandOver: () -> Void) {
-        if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
-            beforeHandOver()
-        } else {
-            let next = self.handOver()
-            beforeHandOver()
-            next?.grant()
-        }
-    }
-
     /// The contended release: picks the next holder under the lock, or frees the turn if every waiter has gone.
+    ///
+    /// The turn word is written with release ordering on every path, and every new holder reads it with acquire
+    /// ordering (``tookTurnOver()``), so each hand-over is a happens-before edge that ThreadSanitizer sees and weak
+    /// memory models honour, whatever wakes the next holder.
     @usableFromInline
     func handOver() -> Waiter? {
         self.lock.withLock {
             let next = self.pending.popNext()
-            if next == nil {
-                self.turn.store(Self.free, ordering: .releasing)
-            } else if self.pending.count == 0 {
-                self.turn.store(Self.held, ordering: .releasing)
-            }
+            let word = next == nil ? Self.free : (self.pending.count == 0 ? Self.held : Self.contended)
+            self.turn.store(word, ordering: .releasing)
             return next
         }
+    }
+
+    /// Called by a waiter that was handed the turn, before it touches the value: pairs with ``handOver()``.
+    @inlinable
+    func tookTurnOver() {
+        _ = self.turn.load(ordering: .acquiring)
     }
 
     // MARK: The holder
@@ -238,9 +236,29 @@ final class TurnEngine: @unchecked Sendable {
         self.closureThread.store(previous, ordering: .relaxed)
     }
 
-    /// Whether one of the value's command closures runs on the calling thread.
+    /// Whether a `wait` command issued on the calling thread must fail with `reentrantWait`: one of the value's
+    /// command closures, or one of its `async` completions, runs on this thread.
+    ///
+    /// Inside a command closure the value is held, so waiting for it would deadlock. Inside a completion the queue
+    /// is held: on a serial queue, the command holding the value or next in line may be one whose job must run on
+    /// that same queue, so waiting would deadlock too.
     @usableFromInline
-    var isRunningClosureOnCurrentThread: Bool {
+    var isReentrantOnCurrentThread: Bool {
         self.closureThread.load(ordering: .relaxed) == currentThreadID()
+            || Self.completions.contains(self.id)
+    }
+
+    // MARK: Completions
+
+    /// The values whose `async` completions run on each thread.
+    private static let completions = ThreadFrameStack()
+
+    /// This engine's identity in ``completions``.
+    private var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
+
+    /// Runs an `async` command's completion, recorded so that a `wait` on this value inside it fails fast.
+    @usableFromInline
+    func runCompletion(_ completion: () -> Void) {
+        Self.completions.withFrame(id: self.id, completion)
     }
 }
