@@ -35,7 +35,7 @@ enum DispatchKitScene {
 
         let ticks = AtomicBox(0)
         let ticked = CountingSemaphore(.barrier)
-        let timer = GCDTimer.scheduleWithInterval(0.05, onQueue: io) {
+        let timer = GCDTimer.scheduleWithInterval(0.05, onQueue: io, repeating: 0.05) {
             ticks.mutate { $0 += 1 }
             ticked.signal()
         }

@@ -35,7 +35,7 @@ enum DownloadPipelineTour {
             if seen == files.count { allAnnounced.signal() }
         }
 
-        let progress = GCDTimer.scheduleWithInterval(0.05, onQueue: GCDQueue(name: "tour.progress")) {
+        let progress = GCDTimer.scheduleWithInterval(0.05, onQueue: GCDQueue(name: "tour.progress"), repeating: 0.05) {
             let now = counters.value
             print("  [timer] \(now.transferred)/\(files.count) transferred, \(now.downloaded) cached")
         }

@@ -6,7 +6,7 @@ import Dispatch
 /// Named `GCDTimer` so that it never collides with Foundation's `Timer`.
 ///
 /// ```swift
-/// let ticker = GCDTimer.scheduleWithInterval(1, onQueue: .main) { print("tick") }
+/// let ticker = GCDTimer.scheduleWithInterval(1, onQueue: .main, repeating: 1) { print("tick") }
 /// ticker.pause()
 /// ticker.start()  // resumes
 /// ticker.stop()   // final
@@ -22,7 +22,8 @@ public final class GCDTimer: @unchecked Sendable {
     }
 
     private enum FirstFire {
-        case after(Double)
+        /// After this interval from `start()`; `nil`: never.
+        case after(DispatchTimeInterval?)
         case at(DispatchWallTime)
     }
 
@@ -34,18 +35,23 @@ public final class GCDTimer: @unchecked Sendable {
     private var handlerBlock: (@Sendable () -> Void)?
     private var repeatIntervalStorage: Double?
     private var toleranceStorage: Double = 0
+    /// Whether the run that `start()` began repeats: decided when it starts, whatever is set later.
+    private var repeats = false
 
     /// The queue the handler runs on.
     public let queue: GCDQueue
 
     /// Creates a paused timer that first fires `interval` seconds after ``start()``.
     ///
+    /// An interval too long to represent — about 292 years or more, `infinity` included — means the timer never
+    /// fires.
     /// - Parameters:
     ///   - queue: Where the handler runs; the background queue unless you say otherwise.
     ///   - interval: Seconds from ``start()`` to the first fire.
+    /// - Precondition: `interval` is a number, 0 or more (not NaN).
     public init(queue: GCDQueue = .background, interval: Double) {
         self.queue = queue
-        self.firstFire = .after(interval)
+        self.firstFire = .after(Seconds.interval(interval, "GCDTimer: interval"))
         self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
         self.source.setEventHandler { [weak self] in self?.fire() }
     }
@@ -62,20 +68,25 @@ public final class GCDTimer: @unchecked Sendable {
         self.source.setEventHandler { [weak self] in self?.fire() }
     }
 
-    /// Creates, and starts, a timer that fires every `seconds`.
+    /// Creates, and starts, a timer that fires once after `seconds`, or, with `repeating`, then every `repeating`
+    /// seconds.
     ///
+    /// Equivalent to Eki's: init, handler, start.
     /// - Parameters:
-    ///   - seconds: The interval before the first fire and between fires.
+    ///   - seconds: The interval before the first fire.
     ///   - onQueue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - repeating: The interval between later fires; `nil` (the default) fires once.
     ///   - handler: What to do on each fire.
     /// - Returns: The running timer. Keep it: releasing it stops it.
+    /// - Precondition: `seconds` is a number, 0 or more; `repeating` is `nil` or a number greater than 0.
     public static func scheduleWithInterval(
         _ seconds: Double,
         onQueue: GCDQueue = .background,
+        repeating: Double? = nil,
         handler: @escaping @Sendable () -> Void
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, interval: seconds)
-        timer.repeatInterval = seconds
+        timer.repeatInterval = repeating
         timer.handler(handler)
         timer.start()
         return timer
@@ -89,18 +100,29 @@ public final class GCDTimer: @unchecked Sendable {
 
     /// Seconds between fires after the first; `nil` (the default) fires once.
     ///
-    /// Takes effect at the next ``start()`` of a new timer.
+    /// Read when a new timer starts: whether the timer repeats, and how often, is decided then; setting it later
+    /// changes nothing for this timer. An interval too long to represent (about 292 years or more, `infinity`
+    /// included) repeats never, though the timer stays running.
+    /// - Precondition: A new value is `nil` or a number greater than 0 (not NaN: 0 would fire without pause).
     public var repeatInterval: Double? {
         get { self.lock.withLock { self.repeatIntervalStorage } }
-        set { self.lock.withLock { self.repeatIntervalStorage = newValue } }
+        set {
+            if let newValue { Seconds.checkRepeat(newValue, "GCDTimer: repeatInterval") }
+            self.lock.withLock { self.repeatIntervalStorage = newValue }
+        }
     }
 
     /// How late, in seconds, each fire may come: the source's leeway.
     ///
-    /// Takes effect at the next ``start()`` of a new timer.
+    /// Read when a new timer starts. A tolerance too long to represent (`infinity` included) is the longest
+    /// leeway Dispatch takes.
+    /// - Precondition: A new value is a number, 0 or more (not NaN).
     public var tolerance: Double {
         get { self.lock.withLock { self.toleranceStorage } }
-        set { self.lock.withLock { self.toleranceStorage = newValue } }
+        set {
+            _ = Seconds.interval(newValue, "GCDTimer: tolerance")
+            self.lock.withLock { self.toleranceStorage = newValue }
+        }
     }
 
     /// Whether the timer is started and not paused, stopped or finished.
@@ -148,12 +170,16 @@ public final class GCDTimer: @unchecked Sendable {
         self.lock.withLock { self.finish() }
     }
 
+    /// Schedules the source, and decides whether this run repeats; call with the lock held.
     private func schedule() {
-        let repeating: DispatchTimeInterval = self.repeatIntervalStorage.map(Self.interval) ?? .never
-        let leeway = Self.interval(self.toleranceStorage)
+        self.repeats = self.repeatIntervalStorage != nil
+        let repeating: DispatchTimeInterval =
+            self.repeatIntervalStorage.flatMap { Seconds.interval($0, "GCDTimer: repeatInterval") } ?? .never
+        let leeway = Seconds.interval(self.toleranceStorage, "GCDTimer: tolerance") ?? .nanoseconds(Int.max)
         switch self.firstFire {
-        case .after(let seconds):
-            self.source.schedule(deadline: .now() + seconds, repeating: repeating, leeway: leeway)
+        case .after(let interval):
+            let deadline = interval.map { DispatchTime.now() + $0 } ?? .distantFuture
+            self.source.schedule(deadline: deadline, repeating: repeating, leeway: leeway)
         case .at(let deadline):
             self.source.schedule(wallDeadline: deadline, repeating: repeating, leeway: leeway)
         }
@@ -176,13 +202,9 @@ public final class GCDTimer: @unchecked Sendable {
     private func fire() {
         let handler = self.lock.withLock { () -> (@Sendable () -> Void)? in
             guard self.state == .running else { return nil }
-            if self.repeatIntervalStorage == nil { self.finish() }
+            if !self.repeats { self.finish() }
             return self.handlerBlock
         }
         handler?()
-    }
-
-    private static func interval(_ seconds: Double) -> DispatchTimeInterval {
-        .nanoseconds(Int(max(0, seconds) * 1_000_000_000))
     }
 }

@@ -208,3 +208,127 @@ struct GCDQueueIdentityCacheTests {
         #expect(seen.value == [false, false, true, false])
     }
 }
+
+@Suite("GCDQueue.sync across threads and current along nested paths", .timeLimit(.minutes(1)))
+struct GCDQueueLogicalNestingTests {
+    /// Runs `body` on a new thread and waits for it: a deadlock inside fails the test instead of hanging it.
+    private func finishes(_ body: @escaping @Sendable () -> Void) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        onNewThread {
+            body()
+            done.signal()
+        }
+        return done.wait(timeout: deadline()) == .success
+    }
+
+    @Test("a.sync { main.sync { a.sync {} } } runs inline on the main thread instead of deadlocking")
+    func throughMainQueue() {
+        let a = GCDQueue(name: "test.nest.main.a")
+        let ran = AtomicBox(false)
+        #expect(
+            finishes {
+                a.sync { GCDQueue.main.sync { a.sync { ran.mutate { $0 = true } } } }
+            }
+        )
+        #expect(ran.value)
+    }
+
+    @Test("a.sync { c.iterate(16) { a.sync {} } } on a concurrent c: every worker sees it is inside a")
+    func throughIterateWorkers() {
+        let a = GCDQueue(name: "test.nest.iterate.a")
+        let c = GCDQueue(name: "test.nest.iterate.c", kind: .concurrent)
+        let count = AtomicBox(0)
+        let inside = AtomicBox(0)
+        #expect(
+            finishes {
+                a.sync {
+                    c.iterate(16) { _ in
+                        if c.isCurrent && GCDQueue.current == c { inside.mutate { $0 += 1 } }
+                        a.sync { count.mutate { $0 += 1 } }
+                    }
+                }
+            }
+        )
+        #expect(count.value == 16)
+        #expect(inside.value == 16, "each iteration runs inside c")
+    }
+
+    @Test("a.sync { b.sync { c.sync { a.sync {} } } } across serial and concurrent queues runs inline")
+    func deepChain() {
+        let a = GCDQueue(name: "test.nest.deep.a")
+        let b = GCDQueue(name: "test.nest.deep.b", kind: .concurrent)
+        let c = GCDQueue(name: "test.nest.deep.c")
+        let ran = AtomicBox(false)
+        #expect(finishes { a.sync { b.sync { c.sync { a.sync { b.sync { ran.mutate { $0 = true } } } } } } })
+        #expect(ran.value)
+    }
+
+    @Test("current is the innermost queue of an inline re-entry: a.sync { b.sync { a.sync { current } } } is a")
+    func currentAfterInlineReentry() {
+        let a = GCDQueue(name: "test.current.a")
+        let b = GCDQueue(name: "test.current.b")
+        let seen = AtomicBox<[GCDQueue?]>([])
+        #expect(
+            finishes {
+                a.sync {
+                    b.sync {
+                        a.sync { seen.mutate { $0.append(GCDQueue.current) } }
+                        seen.mutate { $0.append(GCDQueue.current) }
+                    }
+                    seen.mutate { $0.append(GCDQueue.current) }
+                }
+            }
+        )
+        #expect(seen.value == [a, b, a])
+    }
+
+    @Test("along random nested sync paths, current is always the innermost queue")
+    func currentAlongRandomPaths() {
+        let queues = [
+            GCDQueue(name: "test.random.a"), GCDQueue(name: "test.random.b"),
+            GCDQueue(name: "test.random.c", kind: .concurrent), GCDQueue(name: "test.random.d"),
+        ]
+        let wrong = AtomicBox(0)
+        let checked = AtomicBox(0)
+        #expect(
+            finishes {
+                var generator = SystemRandomNumberGenerator()
+                for _ in 0..<500 {
+                    let path = (0..<Int.random(in: 1...6, using: &generator)).map { _ in
+                        queues.randomElement(using: &generator)!
+                    }
+                    Self.walk(path[...], wrong: wrong, checked: checked)
+                }
+            }
+        )
+        #expect(checked.value > 500)
+        #expect(wrong.value == 0)
+    }
+
+    private static func walk(_ path: ArraySlice<GCDQueue>, wrong: AtomicBox<Int>, checked: AtomicBox<Int>) {
+        guard let next = path.first else { return }
+        next.sync {
+            if GCDQueue.current != next || !next.isCurrent { wrong.mutate { $0 += 1 } }
+            checked.mutate { $0 += 1 }
+            walk(path.dropFirst(), wrong: wrong, checked: checked)
+            if GCDQueue.current != next { wrong.mutate { $0 += 1 } }
+        }
+    }
+
+    @Test("inside a raw serial queue that targets a global queue, current is nil and the global is not current")
+    func rawSerialTargetingGlobal() {
+        let raw = DispatchQueue(label: "test.raw.targeting.global", target: .global())
+        let seen = AtomicBox<(GCDQueue?, Bool)?>(nil)
+        raw.sync { seen.mutate { $0 = (GCDQueue.current, GCDQueue.default.isCurrent) } }
+        #expect(seen.value?.0 == nil)
+        #expect(seen.value?.1 == false)
+        let direct = AtomicBox<GCDQueue?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        GCDQueue.default.async {
+            direct.mutate { $0 = GCDQueue.current }
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(direct.value == GCDQueue.default, "directly on the global queue it is current")
+    }
+}

@@ -27,10 +27,10 @@ struct GCDTimerTests {
         #expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut)
     }
 
-    @Test("scheduleWithInterval fires repeatedly; pause stops it, start resumes it, stop is final")
+    @Test("scheduleWithInterval with repeating fires repeatedly; pause stops it, start resumes it, stop is final")
     func repeating() {
         let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.repeat")) {
+        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.repeat"), repeating: 0.01) {
             fired.signal()
         }
         #expect(timer.isRunning)
@@ -91,5 +91,128 @@ struct GCDTimerTests {
             stoppedWhilePaused.stop()
             withExtendedLifetime((running, paused, stopped, stoppedWhilePaused)) {}
         }
+    }
+}
+
+@Suite("GCDTimer: one-shot or repeating, and bad numbers", .timeLimit(.minutes(1)))
+struct GCDTimerSchedulingTests {
+    @Test("scheduleWithInterval without repeating fires once, as Eki's")
+    func scheduleFiresOnce() {
+        let fires = AtomicBox(0)
+        let fired = DispatchSemaphore(value: 0)
+        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.schedule.once")) {
+            fires.mutate { $0 += 1 }
+            fired.signal()
+        }
+        #expect(fired.wait(timeout: deadline()) == .success)
+        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "ten intervals later, no second fire")
+        #expect(fires.value == 1)
+        #expect(timer.isRunning == false)
+        #expect(timer.repeatInterval == nil)
+    }
+
+    @Test("a one-shot whose repeatInterval is set after start() still fires once and finishes")
+    func repeatSetAfterStart() {
+        let fires = AtomicBox(0)
+        let fired = DispatchSemaphore(value: 0)
+        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.lateRepeat"), interval: 0.02)
+        timer.handler {
+            fires.mutate { $0 += 1 }
+            fired.signal()
+        }
+        timer.start()
+        timer.repeatInterval = 0.01
+        #expect(fired.wait(timeout: deadline()) == .success)
+        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+        #expect(fires.value == 1)
+        #expect(timer.isRunning == false, "a one-shot that fired is finished")
+    }
+
+    @Test("a repeating timer whose repeatInterval is set to nil while running keeps repeating")
+    func repeatClearedWhileRunning() {
+        let fired = DispatchSemaphore(value: 0)
+        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.clear"), repeating: 0.01) {
+            fired.signal()
+        }
+        #expect(fired.wait(timeout: deadline()) == .success)
+        timer.repeatInterval = nil
+        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
+        #expect(timer.isRunning)
+        timer.stop()
+    }
+
+    @Test("huge and infinite numbers mean never, without trapping")
+    func hugeMeansNever() {
+        let fired = DispatchSemaphore(value: 0)
+        let queue = GCDQueue(name: "test.timer.huge")
+        let never = GCDTimer(queue: queue, interval: .infinity)
+        never.handler { fired.signal() }
+        never.tolerance = .infinity
+        never.repeatInterval = 9.3e9
+        never.start()
+        #expect(never.isRunning)
+        let huge = GCDTimer(queue: queue, interval: 1e300)
+        huge.handler { fired.signal() }
+        huge.start()
+        queue.after(.infinity) { fired.signal() }
+        queue.after(9.3e9) { fired.signal() }
+        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+        never.stop()
+        huge.stop()
+    }
+
+    @Test("a small tolerance and a zero interval still fire")
+    func zeroInterval() {
+        let fired = DispatchSemaphore(value: 0)
+        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.zero"), interval: 0)
+        timer.tolerance = 0
+        timer.handler { fired.signal() }
+        timer.start()
+        #expect(fired.wait(timeout: deadline()) == .success)
+    }
+
+    /// The bad values, by which parameter they go to.
+    enum BadNumber: String, CaseIterable, Sendable, Codable {
+        case nanInterval, negativeInterval, nanRepeat, zeroRepeat, negativeRepeat, nanTolerance, negativeTolerance
+        case nanAfter, negativeAfter, nanScheduleRepeat
+
+        /// The text the trap's message must contain.
+        var message: String {
+            switch self {
+            case .nanInterval, .negativeInterval: "GCDTimer: interval must be a number of seconds, 0 or more"
+            case .nanRepeat, .zeroRepeat, .negativeRepeat, .nanScheduleRepeat:
+                "GCDTimer: repeatInterval must be a number of seconds greater than 0"
+            case .nanTolerance, .negativeTolerance: "GCDTimer: tolerance must be a number of seconds, 0 or more"
+            case .nanAfter, .negativeAfter: "GCDQueue.after: seconds must be a number of seconds, 0 or more"
+            }
+        }
+
+        func misuse() {
+            let timer = GCDTimer(interval: 1)
+            switch self {
+            case .nanInterval: _ = GCDTimer(interval: .nan)
+            case .negativeInterval: _ = GCDTimer(interval: -1)
+            case .nanRepeat: timer.repeatInterval = .nan
+            case .zeroRepeat: timer.repeatInterval = 0
+            case .negativeRepeat: timer.repeatInterval = -0.5
+            case .nanTolerance: timer.tolerance = .nan
+            case .negativeTolerance: timer.tolerance = -1
+            case .nanAfter: GCDQueue.background.after(.nan) {}
+            case .negativeAfter: GCDQueue.background.after(-1) {}
+            case .nanScheduleRepeat: _ = GCDTimer.scheduleWithInterval(1, repeating: .nan) {}
+            }
+        }
+    }
+
+    @Test(
+        "NaN, negative and zero-repeat numbers trap with a message naming the type and parameter",
+        arguments: BadNumber.allCases
+    )
+    func badNumbers(bad: BadNumber) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [bad] in
+            bad.misuse()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains(bad.message))
     }
 }

@@ -192,13 +192,17 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `block` on this queue after `seconds`.
     ///
+    /// A delay too long to represent — about 292 years or more, `infinity` included — means never: the block is not
+    /// scheduled.
     /// - Parameters:
     ///   - seconds: The delay; the block runs no earlier.
     ///   - block: The work.
     /// - Returns: This queue, so that calls can be chained.
+    /// - Precondition: `seconds` is a number, 0 or more (not NaN).
     @discardableResult
     public func after(_ seconds: Double, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
-        self.dispatchQueue.asyncAfter(deadline: .now() + seconds, execute: block)
+        guard let delay = Seconds.interval(seconds, "GCDQueue.after: seconds") else { return self }
+        self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: block)
         return self
     }
 
