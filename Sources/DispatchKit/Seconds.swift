@@ -10,7 +10,8 @@ enum Seconds {
     ///
     /// - Parameters:
     ///   - seconds: A number of seconds.
-    ///   - name: What the value is, for the message: `"GCDTimer interval"`.
+    ///   - name: What the value is, for the message: `"GCDTimer: interval"`.
+    /// - Returns: The interval, or `nil` for never.
     /// - Precondition: `seconds` is a number, 0 or more.
     static func interval(_ seconds: Double, _ name: @autoclosure () -> String) -> DispatchTimeInterval? {
         precondition(!seconds.isNaN && seconds >= 0, "\(name()) must be a number of seconds, 0 or more; got \(seconds)")
