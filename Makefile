@@ -2,10 +2,11 @@
 SWIFT        ?= swift
 STRICT       := -Xswiftc -warnings-as-errors
 TSAN_SCRATCH := .build-tsan
+ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan examples snippets demo bench bench-check docs lint format clean
+.PHONY: all build test unit tsan asan examples snippets demo bench bench-check docs lint format clean
 
 all: build
 
@@ -13,15 +14,18 @@ all: build
 build:
 	$(SWIFT) build $(STRICT) --build-tests
 
-## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer, the consumer packages,
-## the docs.
-test: lint build unit tsan examples snippets docs
+## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer and under AddressSanitizer
+## with leak detection, the consumer packages, the docs.
+test: lint build unit tsan asan examples snippets docs
 
 unit:
 	$(SWIFT) test $(STRICT)
 
 tsan:
 	$(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+
+asan:
+	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
 ## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
 examples:
@@ -57,4 +61,4 @@ format:
 	$(SWIFT) format format --in-place --recursive $(FORMATTED)
 
 clean:
-	rm -rf .build $(TSAN_SCRATCH) Benchmarks/.build $(addsuffix /.build,$(EXAMPLES))
+	rm -rf .build $(TSAN_SCRATCH) $(ASAN_SCRATCH) Benchmarks/.build $(addsuffix /.build,$(EXAMPLES))

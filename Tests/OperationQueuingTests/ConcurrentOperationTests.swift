@@ -343,4 +343,42 @@ struct ConcurrentOperationRaceTests {
         let stderr = text(result?.standardErrorContent)
         #expect(stderr.contains("'again' was already added to Queuer.addOperation"))
     }
+
+    @Test("RetryingOperations' UploadOperation example: a failed upload is retried, and the operation waits for it")
+    func uploadOperationExample() {
+        /// A stand-in for the article's `client`: fails the first upload, calling back on another thread.
+        final class FlakyClient: Sendable {
+            let uploads = AtomicBox(0)
+
+            func upload(_ file: String, completion: @escaping @Sendable ((any Error)?) -> Void) {
+                let attempt = self.uploads.mutate { count -> Int in
+                    count += 1
+                    return count
+                }
+                onNewThread { completion(attempt == 1 ? CancellationError() : nil) }
+            }
+        }
+        // The article's subclass, with its `client` and `file` made concrete.
+        final class UploadOperation: ConcurrentOperation, @unchecked Sendable {
+            let client = FlakyClient()
+            let file = "report.pdf"
+
+            override init(name: String? = "upload", executionBlock: (@Sendable (ConcurrentOperation) -> Void)? = nil) {
+                super.init(name: name, executionBlock: executionBlock)
+                self.manualFinish = true
+                self.maximumRetries = 3
+            }
+
+            override func execute() {
+                client.upload(file) { error in self.finish(success: error == nil) }
+            }
+        }
+        let queuer = Queuer(name: "test.docs.upload")
+        let upload = UploadOperation()
+        queuer.addOperation(upload)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(upload.client.uploads.value == 2, "the failed first upload was retried once")
+        #expect(upload.currentAttempt == 2)
+        #expect(upload.success)
+    }
 }
