@@ -25,7 +25,7 @@ tsan:
 	$(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 asan:
-	ASAN_OPTIONS=detect_leaks=1 $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
 ## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
 examples:
