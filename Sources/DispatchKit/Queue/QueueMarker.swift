@@ -4,13 +4,6 @@ import Synchronization
 #if canImport(CDispatch)
 import CDispatch
 #endif
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
 
 /// The identity of a queue DispatchKit knows: main, a global queue, or one made by `GCDQueue(name:kind:)`.
 ///
@@ -41,10 +34,24 @@ final class QueueMarker: @unchecked Sendable {
     /// A number that identifies this marker (its address), never 0.
     var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
+    /// For a global queue: the address of its label as Dispatch reports it from inside the queue, or 0.
+    private let labelAddress: UInt
+
     private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool) {
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
+        self.labelAddress = standard != nil && !isSerial ? Self.currentLabelAddress(inside: standard) : 0
+    }
+
+    /// The address of the current queue's label, read inside `queue` (or where the caller runs, if nil).
+    private static func currentLabelAddress(inside queue: DispatchQueue?) -> UInt {
+        #if canImport(CDispatch)
+        guard let queue else { return UInt(bitPattern: dispatch_queue_get_label(nil)) }
+        return queue.sync { UInt(bitPattern: dispatch_queue_get_label(nil)) }
+        #else
+        return 0
+        #endif
     }
 
     /// A marker for main or a global queue, which live for the whole process.
@@ -97,14 +104,9 @@ final class QueueMarker: @unchecked Sendable {
 
     /// Whether the code runs in this marker's queue itself, not in a queue that targets it.
     ///
-    /// The current queue's label is this queue's. Used for global queues, whose specifics every queue that targets
-    /// them inherits.
+    /// The current queue's label is this queue's own (the same storage, so one pointer compare). Used for global
+    /// queues, whose specifics every queue that targets them inherits.
     var isRunningDirectly: Bool {
-        #if canImport(CDispatch)
-        guard let queue = self.queue else { return false }
-        return strcmp(dispatch_queue_get_label(nil), queue.label) == 0
-        #else
-        return true
-        #endif
+        self.labelAddress == 0 || Self.currentLabelAddress(inside: nil) == self.labelAddress
     }
 }
