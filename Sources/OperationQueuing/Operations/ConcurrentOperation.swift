@@ -249,7 +249,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             guard progress.blockReturned else { return .wait }  // the attempt ends when execute() returns
             return state.attemptEnded(isCancelled: isCancelled)
         }
-        self.proceed(next, onCallersThread: true)
+        self.proceed(next)
     }
 
     /// Starts the next attempt of an operation waiting after a failed attempt with ``manualRetry``.
@@ -268,7 +268,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             state.beginAttempt()
             return true
         }
-        if retrying { self.proceed(.runNextAttempt, onCallersThread: true) }
+        if retrying { self.proceed(.runNextAttempt) }
     }
 
     /// Records a pause in ``isPaused``; ``Queuer/pause()`` calls it.
@@ -290,7 +290,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             state.beginAttempt()
             return true
         }
-        if retrying { self.proceed(.runNextAttempt, onCallersThread: true) }
+        if retrying { self.proceed(.runNextAttempt) }
     }
 
     // MARK: Queues
@@ -358,22 +358,19 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
                 guard progress.finishCalled || !progress.manualFinish else { return .wait }
                 return state.attemptEnded(isCancelled: isCancelled)
             }
-            switch next {
-            case .runNextAttempt: continue
-            case .finish, .wait: return self.proceed(next, onCallersThread: false)
-            }
+            guard case .runNextAttempt = next else { return self.proceed(next) }
         }
     }
 
-    /// Acts on what follows an attempt; from a caller's thread, the next attempt is handed to a global queue.
-    private func proceed(_ next: Next, onCallersThread: Bool) {
+    /// Acts on what follows an attempt, outside the attempt loop: the next attempt is handed to a global queue,
+    /// never run on the caller's thread.
+    private func proceed(_ next: Next) {
         switch next {
         case .wait:
             break
         case .finish:
             self.finishOperation()
         case .runNextAttempt:
-            precondition(onCallersThread, "runAttempts() runs the next attempt itself")
             DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async { self.runAttempts() }
         }
     }
