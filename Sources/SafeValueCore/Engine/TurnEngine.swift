@@ -245,7 +245,7 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     var isReentrantOnCurrentThread: Bool {
         self.closureThread.load(ordering: .relaxed) == currentThreadID()
-            || Self.completions.contains(self.id)
+            || (self.runningCompletions.load(ordering: .relaxed) > 0 && Self.completions.contains(self.id))
     }
 
     // MARK: Completions
@@ -253,12 +253,20 @@ final class TurnEngine: @unchecked Sendable {
     /// The values whose `async` completions run on each thread.
     private static let completions = ThreadFrameStack()
 
+    /// How many of this value's completions run now, on any thread.
+    ///
+    /// A `wait` looks up the per-thread record only while this is above 0: a thread inside one of the completions
+    /// has raised it itself, so a relaxed load sees it, and the usual `wait` pays no thread-local look-up.
+    private let runningCompletions = Atomic<Int>(0)
+
     /// This engine's identity in ``completions``.
     private var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
 
     /// Runs an `async` command's completion, recorded so that a `wait` on this value inside it fails fast.
     @usableFromInline
     func runCompletion(_ completion: () -> Void) {
+        self.runningCompletions.add(1, ordering: .relaxed)
         Self.completions.withFrame(id: self.id, completion)
+        self.runningCompletions.subtract(1, ordering: .relaxed)
     }
 }

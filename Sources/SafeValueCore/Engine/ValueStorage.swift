@@ -1,8 +1,8 @@
 /// The value and its ``TurnEngine``: what pending commands keep alive after the holder is gone.
 ///
-/// Whoever holds the turn may read and write `value` without the lock: the turn is handed over under the engine's
-/// lock, and every hand-over goes through a semaphore, a dispatch or a continuation, so each holder sees the writes
-/// of the one before.
+/// Whoever holds the turn may read and write `value` without the lock: every hand-over writes the turn word with
+/// release ordering and every new holder reads it with acquire ordering (``TurnEngine/tookTurnOver()``), so each
+/// holder sees the writes of the one before, and ThreadSanitizer sees that it does.
 @usableFromInline
 final class ValueStorage<Value>: @unchecked Sendable {
     // Safety: `value` is only touched by the holder of `engine`'s turn.
