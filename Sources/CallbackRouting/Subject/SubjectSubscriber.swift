@@ -32,7 +32,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         var drain = DrainState.idle
         /// Cancelled, or the completion was delivered: nothing more is accepted or delivered.
         var isClosed = false
-        /// The thread inside a callback of this subscriber, or 0.
+        /// The thread draining this subscriber's events, or 0: it holds `delivery` and may be inside a callback.
         var deliveringThread: UInt = 0
 
         mutating func reset() {
@@ -98,20 +98,17 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     }
 
     private func drain() {
-        while true {
-            self.delivery.lock()
-            guard let event = self.nextEvent() else {
-                self.delivery.unlock()
-                return
-            }
+        // Held for the whole drain: `close()` from another thread waits for it only while a callback runs, and the
+        // drain stops at the next event once the mailbox is closed.
+        self.delivery.lock()
+        defer { self.delivery.unlock() }
+        while let event = self.nextEvent() {
             switch event {
             case .value(let value):
                 self.receiveValue(value)
             case .completion(let completion):
                 self.receiveCompletion(completion)
             }
-            self.mailbox.mutate { $0.deliveringThread = 0 }
-            self.delivery.unlock()
         }
     }
 
@@ -120,6 +117,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         self.mailbox.mutate { mailbox -> Event? in
             guard !mailbox.isClosed, mailbox.head < mailbox.events.count else {
                 mailbox.drain = .idle
+                mailbox.deliveringThread = 0
                 mailbox.reset()
                 return nil
             }
