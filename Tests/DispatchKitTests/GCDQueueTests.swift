@@ -213,12 +213,7 @@ struct GCDQueueIdentityCacheTests {
 struct GCDQueueLogicalNestingTests {
     /// Runs `body` on a new thread and waits for it: a deadlock inside fails the test instead of hanging it.
     private func finishes(_ body: @escaping @Sendable () -> Void) -> Bool {
-        let done = DispatchSemaphore(value: 0)
-        onNewThread {
-            body()
-            done.signal()
-        }
-        return done.wait(timeout: deadline()) == .success
+        runOnThreads(1, seconds: 10) { _ in body() }
     }
 
     @Test("a.sync { main.sync { a.sync {} } } runs inline on the main thread instead of deadlocking")

@@ -41,16 +41,15 @@ final class QueueMarker: @unchecked Sendable {
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
-        self.labelAddress = standard != nil && !isSerial ? Self.currentLabelAddress(inside: standard) : 0
+        self.labelAddress = standard.map { !isSerial ? $0.sync { Self.currentLabelAddress } : 0 } ?? 0
     }
 
-    /// The address of the current queue's label, read inside `queue` (or where the caller runs, if nil).
-    private static func currentLabelAddress(inside queue: DispatchQueue?) -> UInt {
+    /// The address of the label of the queue the caller runs in, as Dispatch keeps it; 0 where that is not known.
+    private static var currentLabelAddress: UInt {
         #if canImport(CDispatch)
-        guard let queue else { return UInt(bitPattern: dispatch_queue_get_label(nil)) }
-        return queue.sync { UInt(bitPattern: dispatch_queue_get_label(nil)) }
+        UInt(bitPattern: dispatch_queue_get_label(nil))
         #else
-        return 0
+        0
         #endif
     }
 
@@ -107,6 +106,6 @@ final class QueueMarker: @unchecked Sendable {
     /// The current queue's label is this queue's own (the same storage, so one pointer compare). Used for global
     /// queues, whose specifics every queue that targets them inherits.
     var isRunningDirectly: Bool {
-        self.labelAddress == 0 || Self.currentLabelAddress(inside: nil) == self.labelAddress
+        self.labelAddress == 0 || Self.currentLabelAddress == self.labelAddress
     }
 }
