@@ -45,7 +45,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     private let receiveValue: @Sendable (Output) -> Void
     private let receiveCompletion: @Sendable (SubjectCompletion<Failure>) -> Void
     private let mailbox = AtomicBox(Mailbox())
-    /// Held while a callback is chosen and runs, so that `close()` from another thread can wait for it.
+    /// Held by a drain while it takes events and runs callbacks, so that `close()` from another thread can wait for it.
     private let delivery = MutexLock()
 
     init(

@@ -338,17 +338,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     ///
     /// A loop rather than recursion, so that any number of retries runs in constant stack.
     private func runAttempts() {
-        while true {
-            if self.isCancelled && self.currentAttempt > 1 {
-                // Cancelled between attempts: the next one does not run.
-                let ends = self.state.mutate { state -> Bool in
-                    guard case .attempt = state.phase else { return false }
-                    state.phase = .ended
-                    state.success = false
-                    return true
-                }
-                return ends ? self.finishOperation() : ()
-            }
+        repeat {
             self.execute()
             let isCancelled = self.isCancelled
             let next = self.state.mutate { state -> Next in
@@ -359,7 +349,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
                 return state.attemptEnded(isCancelled: isCancelled)
             }
             guard case .runNextAttempt = next else { return self.proceed(next) }
-        }
+        } while !self.endIfCancelledBeforeRetry()
     }
 
     /// Acts on what follows an attempt, outside the attempt loop: the next attempt is handed to a global queue,
@@ -371,8 +361,26 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case .finish:
             self.finishOperation()
         case .runNextAttempt:
-            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async { self.runAttempts() }
+            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async {
+                if !self.endIfCancelledBeforeRetry() { self.runAttempts() }
+            }
         }
+    }
+
+    /// Finishes the operation, unsuccessfully, if it was cancelled after its next attempt was decided on but before
+    /// that attempt started.
+    ///
+    /// - Returns: Whether the operation ended: the attempt must not run.
+    private func endIfCancelledBeforeRetry() -> Bool {
+        guard self.isCancelled else { return false }
+        let ends = self.state.mutate { state -> Bool in
+            guard case .attempt = state.phase else { return false }
+            state.phase = .ended
+            state.success = false
+            return true
+        }
+        if ends { self.finishOperation() }
+        return true
     }
 
     /// Finishes the operation once, changing state between KVO notifications.
