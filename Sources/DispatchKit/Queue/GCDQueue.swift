@@ -175,6 +175,8 @@ public struct GCDQueue: Sendable, Equatable {
             return record.runInline(self.marker.id, work)
         }
         record.leaving(innermostID) { chain in
+            // A caller inside no DispatchKit queue, the common case, has nothing to hand over: no wrapping block.
+            guard !chain.isEmpty else { return self.dispatchQueue.sync(execute: work) }
             self.dispatchQueue.sync { record.adopting(chain, work) }
         }
     }
