@@ -57,7 +57,12 @@ package final class ThreadFrameStack: Sendable {
 
     /// Whether the calling thread's stack holds a frame with `id` (of any kind).
     package func contains(_ id: UInt) -> Bool {
-        var next = pthread_getspecific(self.key)
+        self.contains(id, in: self.chain)
+    }
+
+    /// Whether `chain` holds a frame with `id` (of any kind).
+    package func contains(_ id: UInt, in chain: Chain) -> Bool {
+        var next = chain.top
         while let current = next {
             let frame = current.load(as: Frame.self)
             if frame.id == id { return true }
@@ -67,19 +72,27 @@ package final class ThreadFrameStack: Sendable {
     }
 
     /// Runs `body` with a frame for `id` pushed on the calling thread's stack.
-    package func withFrame(id: UInt, kind: UInt = 0, _ body: () -> Void) {
-        let previous = pthread_getspecific(self.key)
-        var frame = Frame(id: id, kind: kind, previous: previous)
+    ///
+    /// - Parameters:
+    ///   - id: What the frame records.
+    ///   - kind: What kind of record it is.
+    ///   - chain: The calling thread's ``chain``, read by the caller.
+    ///   - body: Gets the chain with the new frame on top.
+    package func withFrame(id: UInt, kind: UInt = 0, on chain: Chain, _ body: (Chain) -> Void) {
+        var frame = Frame(id: id, kind: kind, previous: chain.top)
         withUnsafeMutablePointer(to: &frame) { pointer in
-            self.set(UnsafeMutableRawPointer(pointer))
-            body()
+            let pushed = UnsafeMutableRawPointer(pointer)
+            self.set(pushed)
+            body(Chain(top: pushed))
         }
-        self.set(previous)
+        self.set(chain.top)
     }
 
     /// Runs `body` with the calling thread's stack replaced by `chain`, taken from a thread that waits meanwhile.
     package func withChain(_ chain: Chain, _ body: () -> Void) {
         let previous = pthread_getspecific(self.key)
+        // Already this thread's chain: the work runs on the waiting thread itself, as `dispatch_sync` mostly does.
+        guard previous != chain.top else { return body() }
         self.set(chain.top)
         body()
         self.set(previous)

@@ -171,10 +171,11 @@ public struct GCDQueue: Sendable, Equatable {
     func run(_ work: () -> Void) {
         let innermostID = self.marker.innermostID
         let record = self.marker.record
-        if record.isInside(self.marker.id, innermostID: innermostID) {
-            return record.runInline(self.marker.id, work)
+        let chain = record.chain
+        if record.isInside(self.marker.id, innermostID: innermostID, chain: chain) {
+            return record.runInline(self.marker.id, chain: chain, work)
         }
-        record.leaving(innermostID) { chain in
+        record.leaving(innermostID, chain: chain) { chain in
             // A caller inside no DispatchKit queue, the common case, has nothing to hand over: no wrapping block.
             guard !chain.isEmpty else { return self.dispatchQueue.sync(execute: work) }
             self.dispatchQueue.sync { record.adopting(chain, work) }
@@ -228,7 +229,7 @@ public struct GCDQueue: Sendable, Equatable {
                 // Each worker runs its iterations inside this queue, on behalf of the caller's whole sync chain.
                 let chain = record.chain
                 DispatchQueue.concurrentPerform(iterations: count) { index in
-                    record.adopting(chain) { record.runInline(id) { block(index) } }
+                    record.adopting(chain) { record.runInline(id, chain: record.chain) { block(index) } }
                 }
             }
         }

@@ -98,7 +98,8 @@ final class QueueMarker: @unchecked Sendable {
     ///
     /// A global queue counts only when the code runs in it directly.
     var isCurrent: Bool {
-        self.record.isInside(self.id, innermostID: self.innermostID) && (!self.isGlobal || self.isRunningDirectly)
+        self.record.isInside(self.id, innermostID: self.innermostID, chain: self.record.chain)
+            && (!self.isGlobal || self.isRunningDirectly)
     }
 
     /// Whether the code runs in this marker's queue itself, not in a queue that targets it.

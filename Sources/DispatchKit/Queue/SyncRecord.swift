@@ -30,9 +30,10 @@ final class SyncRecord: Sendable {
     /// - Parameters:
     ///   - id: The queue's marker ``QueueMarker/id``.
     ///   - innermostID: ``QueueMarker/innermostID``, read by the caller.
+    ///   - chain: The calling thread's ``chain``, read by the caller.
     /// - Returns: `true` if the code runs in that queue, or a `sync` it is nested in was called from inside it.
-    func isInside(_ id: UInt, innermostID: UInt) -> Bool {
-        innermostID == id || self.frames.contains(id)
+    func isInside(_ id: UInt, innermostID: UInt, chain: ThreadFrameStack.Chain) -> Bool {
+        innermostID == id || self.frames.contains(id, in: chain)
     }
 
     /// The marker id of the queue an inline `sync` or an iteration runs in, if that is the innermost queue.
@@ -41,16 +42,25 @@ final class SyncRecord: Sendable {
         return top.id
     }
 
-    /// Runs `work` inline, as inside the queue whose marker has `id`.
-    func runInline(_ id: UInt, _ work: () -> Void) {
-        self.frames.withFrame(id: id, kind: Kind.inline.rawValue, work)
+    /// Runs `work` inline, as inside the queue whose marker has `id`; `chain` is the calling thread's.
+    func runInline(_ id: UInt, chain: ThreadFrameStack.Chain, _ work: () -> Void) {
+        self.frames.withFrame(id: id, kind: Kind.inline.rawValue, on: chain) { _ in work() }
     }
 
     /// Runs `dispatch`, which runs a block elsewhere and waits for it, with the queue whose marker has `outerID` (if
     /// not 0) recorded as one the calling code is inside; `dispatch` gets the chain to hand to the block.
-    func leaving(_ outerID: UInt, _ dispatch: (_ chain: ThreadFrameStack.Chain) -> Void) {
-        guard outerID != 0 else { return dispatch(self.frames.chain) }
-        self.frames.withFrame(id: outerID, kind: Kind.outer.rawValue) { dispatch(self.frames.chain) }
+    ///
+    /// - Parameters:
+    ///   - outerID: The marker id of the queue the caller runs in, or 0.
+    ///   - chain: The calling thread's ``chain``, read by the caller.
+    ///   - dispatch: Runs the block elsewhere; gets the chain to hand to it.
+    func leaving(
+        _ outerID: UInt,
+        chain: ThreadFrameStack.Chain,
+        _ dispatch: (_ chain: ThreadFrameStack.Chain) -> Void
+    ) {
+        guard outerID != 0 else { return dispatch(chain) }
+        self.frames.withFrame(id: outerID, kind: Kind.outer.rawValue, on: chain, dispatch)
     }
 
     /// Runs `work` on the calling thread with `chain` (from ``leaving(_:_:)``) as its record.

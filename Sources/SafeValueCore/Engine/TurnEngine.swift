@@ -266,7 +266,7 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     func runCompletion(_ completion: () -> Void) {
         self.runningCompletions.add(1, ordering: .relaxed)
-        Self.completions.withFrame(id: self.id, completion)
+        Self.completions.withFrame(id: self.id, on: Self.completions.chain) { _ in completion() }
         self.runningCompletions.subtract(1, ordering: .relaxed)
     }
 }
