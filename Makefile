@@ -34,9 +34,10 @@ examples:
 		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(SWIFT) test $(STRICT)) || exit 1; \
 	done
 
-## snippets: compile every Swift code block of README.md and Docs/.
+## snippets: compile and run every Swift example of the docs (README, Docs/, DocC articles, `///` comments) and
+## check the output each one states.
 snippets:
-	python3 scripts/check-snippets.py
+	python3 scripts/doc-examples.py
 
 ## demo: a tour of the toolkit at work.
 demo:

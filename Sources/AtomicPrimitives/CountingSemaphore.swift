@@ -14,7 +14,8 @@ import Dispatch
 ///     work()
 ///     done.signal()
 /// }
-/// if done.wait(.now() + .seconds(5)) == .timedOut { print("still working") }
+/// let result = done.wait(.now() + .seconds(5))
+/// print(result)  // success
 /// ```
 ///
 /// Unlike a bare `DispatchSemaphore`, releasing a `CountingSemaphore` is safe in any state, also while some of its

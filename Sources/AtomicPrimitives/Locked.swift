@@ -12,6 +12,10 @@
 ///         $requests.mutate { $0 += 1 }
 ///     }
 /// }
+///
+/// let stats = Stats()
+/// DispatchQueue.concurrentPerform(iterations: 10) { _ in stats.record() }
+/// print(stats.requests)  // 10
 /// ```
 ///
 /// A class whose state is held in `@Locked` properties has to declare itself `@unchecked Sendable`: the compiler

@@ -9,6 +9,7 @@
 /// var hits = 0  // guarded by `lock`
 ///
 /// lock.withLock { hits += 1 }
+/// print(lock.withLock { hits })  // 1
 /// ```
 ///
 /// > Warning: The lock is not recursive. Calling ``lock()`` or ``withLock(_:)`` on a thread that already holds the

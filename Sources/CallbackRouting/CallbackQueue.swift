@@ -14,6 +14,10 @@ import Foundation
 ///         callbackQueue.execute { completion(data) }
 ///     }
 /// }
+///
+/// load(URL(fileURLWithPath: "/etc/hosts")) { data in  // on the main queue
+///     print(data != nil)  // true
+/// }
 /// ```
 ///
 /// > Important: On Linux, blocks sent to the main queue run only while something drains it: `dispatchMain()`,

@@ -7,6 +7,7 @@ import Dispatch
 /// group <<< { download("a") } <<< { download("b") }
 /// group.notify { print("both done") }
 /// await group.wait()
+/// // Prints "both done"
 /// ```
 public final class GCDGroup: Sendable {
     /// The underlying dispatch group.

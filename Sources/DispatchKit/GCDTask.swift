@@ -5,9 +5,12 @@ import AtomicPrimitives
 /// Named `GCDTask` so that it never shadows Swift's `Task`.
 ///
 /// ```swift
-/// let download = GCDQueue.utility + { fetch() }
-/// download <> { parse() } <> GCDTask(queue: .main) { show() }
-/// download.async()  // fetch, then parse on utility, then show on main
+/// let download = GCDQueue.utility + { print("fetch") }
+/// download <> { print("parse on utility") } <> GCDTask(queue: .main) { print("show on main") }
+/// download.async()
+/// // Prints "fetch"
+/// // Prints "parse on utility"
+/// // Prints "show on main"
 /// ```
 ///
 /// A chained task starts after the one before it has finished, on its own queue; a bare chained block runs on the

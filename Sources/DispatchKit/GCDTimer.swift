@@ -10,6 +10,7 @@ import Dispatch
 /// ticker.pause()
 /// ticker.start()  // resumes
 /// ticker.stop()   // final
+/// print(ticker.isRunning)  // false
 /// ```
 ///
 /// A new timer is paused: nothing fires until ``start()``. The first fire comes `interval` seconds after `start()`

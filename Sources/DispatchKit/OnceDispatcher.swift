@@ -5,8 +5,9 @@ import Synchronization
 ///
 /// ```swift
 /// let setUp = OnceDispatcher()
-/// setUp { openDatabase() }  // runs
-/// setUp { openDatabase() }  // does nothing
+/// setUp { print("database open") }  // runs
+/// setUp { print("database open") }  // does nothing
+/// // Prints "database open"
 /// ```
 ///
 /// Callers that arrive while the first block runs return only after it has finished, so everyone may rely on its

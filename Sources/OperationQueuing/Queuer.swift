@@ -6,9 +6,11 @@ import Foundation
 /// ```swift
 /// let queuer = Queuer(name: "downloads", maxConcurrentOperationCount: 4)
 /// queuer.addOperation { download(first) }
-/// queuer.addChainedOperations(fetch, parse, save) { print("saved") }
+/// queuer.addChainedOperations(fetch, parse, store) { print("stored") }
 /// queuer.addCompletionHandler { print("everything above has finished") }
 /// await queuer.waitUntilAllOperationsAreFinished()
+/// // Prints "stored"
+/// // Prints "everything above has finished"
 /// ```
 ///
 /// Use a `Queuer` of your own per subsystem; ``shared`` is a convenience for scripts and demos.

@@ -4,8 +4,10 @@ import Dispatch
 /// A timer that runs a handler at a deadline, once or repeatedly: Queuer's `Scheduler`, without its crashes.
 ///
 /// ```swift
-/// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) { ping() }
-/// heartbeat.cancel()
+/// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) { print("ping") }
+/// // Prints "ping"
+/// // Prints "ping"
+/// // Until `heartbeat.cancel()`, or until `heartbeat` is released.
 /// ```
 ///
 /// It starts at `deadline` once it has a handler — given to `init`, or set by the first ``setHandler(_:)`` — and

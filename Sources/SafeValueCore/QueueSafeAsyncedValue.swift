@@ -5,7 +5,9 @@ import Dispatch
 /// ```swift
 /// let log = QueueSafeAsyncedValue(value: [String](), queue: DispatchQueue(label: "log"))
 /// log.lowestPriority.set(accessClosure: { $0.append("started") })
-/// log.lowestPriority.get { result in print(result) }  // on the "log" queue
+/// log.lowestPriority.get { result in  // on the "log" queue
+///     print(result)  // success(["started"])
+/// }
 /// ```
 ///
 /// > Warning: Keep the holder: commands issued through a temporary fail with

@@ -3,7 +3,7 @@
 /// ```swift
 /// let counter = QueueSafeSyncedValue(value: 0)
 /// counter.highestPriority.set { $0 += 1 }
-/// let current = counter.lowestPriority.get()  // .success(1)
+/// print(counter.lowestPriority.get())  // success(1)
 /// ```
 ///
 /// > Warning: Keep the holder. `QueueSafeSyncedValue(value: 1).lowestPriority.get()` on a temporary fails with

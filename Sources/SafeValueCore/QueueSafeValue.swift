@@ -9,6 +9,7 @@ import Dispatch
 ///
 /// // wait: block this thread until the command has run.
 /// let count = cache.wait.lowestPriority.map { $0.count }
+/// print(count)  // success(0)
 ///
 /// // async(performIn:): return at once; closures and completion run on the queue.
 /// cache.async(performIn: .global()).highestPriority.set(accessClosure: { $0["key"] = data }) { result in
@@ -16,7 +17,8 @@ import Dispatch
 /// }
 ///
 /// // suspend: await without blocking a thread.
-/// let snapshot = await cache.suspend.lowestPriority.get()
+/// let snapshot = await cache.suspend.lowestPriority.get()  // after the set: it was issued first
+/// print(try snapshot.get().count)  // 1
 /// ```
 ///
 /// Every pending highest-priority command runs before any pending lowest-priority one; within one priority,

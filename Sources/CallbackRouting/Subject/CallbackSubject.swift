@@ -9,6 +9,7 @@
 /// }
 /// progress.send(0.5)
 /// progress.send(completion: .finished)
+/// // Prints "downloaded 50%"
 /// ```
 ///
 /// Guarantees:

@@ -8,6 +8,8 @@ import Dispatch
 /// work.async { print("in the background") }
 /// let answer = work.sync { 42 }
 /// GCDQueue.main <<< { print("on main") }
+/// print(answer)  // 42
+/// // Prints "on main"
 /// ```
 ///
 /// ``sync(_:)`` on the queue you are already in — directly, from a queue that targets it, or through nested `sync`

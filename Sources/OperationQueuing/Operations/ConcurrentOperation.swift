@@ -10,6 +10,8 @@ import Foundation
 /// }
 /// upload.maximumRetries = 3
 /// upload.addToQueue(queuer)
+/// upload.waitUntilFinished()  // here `send()` fails once
+/// print(upload.success, upload.currentAttempt)  // true 2
 /// ```
 ///
 /// - An attempt runs ``execute()``, which runs ``executionBlock`` by default; subclasses override it.

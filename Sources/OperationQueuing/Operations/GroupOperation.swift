@@ -4,8 +4,10 @@ import Foundation
 ///
 /// ```swift
 /// let thumbnails = GroupOperation(images.map(ThumbnailOperation.init)) { print("all thumbnails done") }
-/// let publish = ConcurrentOperation { _ in publishGallery() }
-/// queuer.addChainedOperations(thumbnails, publish)  // publish starts after the handler
+/// let publish = ConcurrentOperation { _ in publishGallery() }  // starts after the group's handler
+/// queuer.addChainedOperations(thumbnails, publish) { print("gallery published") }
+/// // Prints "all thumbnails done"
+/// // Prints "gallery published"
 /// ```
 ///
 /// While its operations run, the group holds a place on its queue but no thread: it finishes from a block that
