@@ -40,7 +40,7 @@ struct CountingSemaphoreTests {
             barrier.wait()
             passed.signal()
         }
-        #expect(eventually { barrier.waitingThreadCount == 1 })
+        #expect(eventually { barrier.waiterCount == 1 })
         #expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
         #expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
         #expect(passed.wait(timeout: deadline()) == .success)
@@ -109,7 +109,7 @@ struct CountingSemaphoreTests {
                 semaphore.wait()
                 woke.signal()
             }
-            #expect(eventually { semaphore.waitingThreadCount == 1 })
+            #expect(eventually { semaphore.waiterCount == 1 })
             let first = semaphore.signal()
             let second = semaphore.signal()
             #expect(first == 1)
@@ -129,7 +129,7 @@ struct CountingSemaphoreTests {
                 woke.signal()
             }
         }
-        #expect(eventually { semaphore.waitingThreadCount == 2 })
+        #expect(eventually { semaphore.waiterCount == 2 })
         #expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
         for _ in 0..<2 { #expect(woke.wait(timeout: deadline()) == .success) }
     }

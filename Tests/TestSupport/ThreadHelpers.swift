@@ -66,6 +66,18 @@ public func eventually(_ condition: () -> Bool) -> Bool {
     return true
 }
 
+/// Polls `condition` until it holds, for at most ten seconds, suspending the task between looks.
+///
+/// The async form of `eventually(_:)`: it blocks no thread of the cooperative pool.
+public func suspendUntil(_ condition: () -> Bool) async -> Bool {
+    let limit = deadline()
+    while !condition() {
+        if DispatchTime.now() > limit { return false }
+        try? await Task.sleep(for: .microseconds(100))
+    }
+    return true
+}
+
 /// Counts how many callers are inside a section at once, and the most there ever were.
 public final class ConcurrencyGauge: Sendable {
     private let state = AtomicBox((inside: 0, peak: 0))

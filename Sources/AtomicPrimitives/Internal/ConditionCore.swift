@@ -43,6 +43,12 @@ package struct ConditionCore: ~Copyable {
         precondition(result == 0, "pthread_cond_signal failed with error \(result)")
     }
 
+    /// Wakes every waiting thread.
+    package func broadcast() {
+        let result = pthread_cond_broadcast(self.condition)
+        precondition(result == 0, "pthread_cond_broadcast failed with error \(result)")
+    }
+
     /// Waits for a signal, releasing `mutex` meanwhile; `false` if `deadline` (uptime nanoseconds) passed first.
     func wait(releasing mutex: UnsafeMutablePointer<pthread_mutex_t>, untilUptimeNanoseconds deadline: UInt64) -> Bool {
         guard deadline != .max else {

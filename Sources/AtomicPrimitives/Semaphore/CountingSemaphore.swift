@@ -1,10 +1,10 @@
 import Dispatch
 
-/// A counting semaphore: a number of resources that threads take with ``wait()`` and give back with ``signal()``.
+/// A counting semaphore: a number of resources that threads take with ``wait()-7tc7o`` and give back with ``signal()``.
 ///
 /// One type serves all three ways semaphores are used:
 /// - ``Kind/binary`` starts with one resource: a lock that any thread may release.
-/// - ``Kind/barrier`` starts with none: ``wait()`` blocks until another thread calls ``signal()``. This is the
+/// - ``Kind/barrier`` starts with none: ``wait()-7tc7o`` blocks until another thread calls ``signal()``. This is the
 ///   default, and what Queuer's `Semaphore` was.
 /// - ``Kind/counting(_:)`` starts with `n`: at most `n` threads are inside ``perform(_:)`` at once.
 ///
@@ -21,14 +21,25 @@ import Dispatch
 /// Unlike a bare `DispatchSemaphore`, releasing a `CountingSemaphore` is safe in any state, also while some of its
 /// resources are taken. Its waits are visible to ThreadSanitizer.
 ///
+/// ### From async code
+///
+/// Tasks wait without blocking a thread: ``wait()-18n0z`` suspends and throws `CancellationError` when its task is
+/// cancelled, ``wait(timeout:)`` gives up after a `Duration`, and ``withPermit(isolation:_:)`` runs a body under a
+/// resource. Blocked threads and suspended tasks wait in one line, and each `signal()` hands its resource to the
+/// oldest waiter, whichever kind it is: nobody overtakes, and a cancellation or timeout racing a signal either
+/// leaves with the resource or leaves it to the next waiter, never loses or duplicates it.
+///
+/// In an `async` function, `semaphore.wait()` means the suspending one. To block the thread there instead, which
+/// is rarely right, write `semaphore.wait(.distantFuture)`.
+///
 /// > Note: ``signal()`` and ``continue()`` return a value. In a closure whose last expression is such a call, and
 /// > whose type must be `() -> Void`, write `_ = semaphore.signal()`.
 public final class CountingSemaphore {
     /// How many resources a new semaphore has.
     public enum Kind: Sendable, Hashable {
-        /// One resource: the first ``CountingSemaphore/wait()`` passes, the next waits for a signal.
+        /// One resource: the first ``CountingSemaphore/wait()-7tc7o`` passes, the next waits for a signal.
         case binary
-        /// No resources: every ``CountingSemaphore/wait()`` waits for a signal.
+        /// No resources: every ``CountingSemaphore/wait()-7tc7o`` waits for a signal.
         case barrier
         /// `n` resources, where `n` is 0 or more.
         case counting(Int)
@@ -42,13 +53,12 @@ public final class CountingSemaphore {
         }
     }
 
-    private let core = LockCore()
+    let core = LockCore()
     private let condition = ConditionCore()
-    // Safety: `available`, `waiters` and `pendingWakeUps` are only read or written while `core` is locked.
-    private var available: Int
-    private var waiters = 0
-    /// Waiters a `signal()` has already woken that have not yet run: another signal must not count them again.
-    private var pendingWakeUps = 0
+    // Safety: `available` and `line` are only read or written while `core` is locked. Invariant: while anyone waits
+    // in `line`, `available` is 0, since `signal()` hands its resource to the oldest waiter instead of adding it.
+    var available: Int
+    var line = SemaphoreWaiterLine()
 
     /// Creates a semaphore of the given kind.
     ///
@@ -64,7 +74,7 @@ public final class CountingSemaphore {
 
     /// Creates a semaphore with `resources` resources; the same as `init(.counting(resources))`.
     ///
-    /// - Parameter resources: How many threads may pass ``wait()`` before one has to wait; 0 or more.
+    /// - Parameter resources: How many threads may pass ``wait()-7tc7o`` before one has to wait; 0 or more.
     /// - Precondition: `resources` is 0 or more.
     public convenience init(resources: Int) {
         self.init(.counting(resources))
@@ -92,13 +102,23 @@ public final class CountingSemaphore {
     @discardableResult
     public func signal() -> Int {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        defer { self.core.unlock() }
-        let (available, overflow) = self.available.addingReportingOverflow(1)
-        precondition(!overflow, "CountingSemaphore: signal() would raise the resource count past Int.max")
-        self.available = available
-        guard self.waiters > self.pendingWakeUps else { return 0 }
-        self.pendingWakeUps += 1
-        self.condition.signal()
+        guard let waiter = self.line.removeFirst() else {
+            defer { self.core.unlock() }
+            let (available, overflow) = self.available.addingReportingOverflow(1)
+            precondition(!overflow, "CountingSemaphore: signal() would raise the resource count past Int.max")
+            self.available = available
+            return 0
+        }
+        waiter.state = .granted
+        guard let continuation = waiter.continuation else {
+            // A blocked thread: it watches its own state. Waking them all costs little, as few threads block here.
+            self.condition.broadcast()
+            self.core.unlock()
+            return 1
+        }
+        waiter.continuation = nil
+        self.core.unlock()
+        continuation.resume(returning: .granted)
         return 1
     }
 
@@ -122,36 +142,36 @@ public final class CountingSemaphore {
         return try body()
     }
 
-    /// How many threads are blocked in `wait` right now; for tests that need to know a waiter is parked.
-    package var waitingThreadCount: Int {
+    /// How many threads and tasks wait in line right now; for tests that need to know a waiter is parked.
+    package var waiterCount: Int {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
-        return self.waiters
+        return self.line.count
     }
 
     private func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
-        self.waiters += 1
-        defer {
-            self.waiters -= 1
-            // A waiter that leaves takes no wake-up with it that others still need.
-            self.pendingWakeUps = min(self.pendingWakeUps, self.waiters)
+        if self.available > 0 {
+            self.available -= 1
+            return true
         }
-        while self.available == 0 {
+        let waiter = SemaphoreWaiter(state: .arriving)
+        self.line.append(waiter)
+        while waiter.state == .queued {
             let signalled = self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline)
-            // A woken waiter uses up a pending wake-up: if it finds no resource it waits again, uncounted.
-            if signalled && self.pendingWakeUps > 0 { self.pendingWakeUps -= 1 }
-            if !signalled && self.available == 0 { return false }
+            if !signalled && waiter.state == .queued {
+                self.line.remove(waiter)
+                waiter.state = .timedOut
+            }
         }
-        self.available -= 1
-        return true
+        return waiter.state == .granted
     }
 
-    private static func trapReentry() -> Never {
+    static func trapReentry() -> Never {
         preconditionFailure("CountingSemaphore: internal lock re-entered; this is a bug in ConcurrencyKit.")
     }
 }
 
-// Safety: `available` and `waiters` are only touched while `core` is locked.
+// Safety: `available` and `line`, and every waiter in it, are only touched while `core` is locked.
 extension CountingSemaphore: @unchecked Sendable {}

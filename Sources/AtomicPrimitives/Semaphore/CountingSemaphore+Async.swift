@@ -1,0 +1,124 @@
+import Dispatch
+
+extension CountingSemaphore {
+    /// Takes a resource, suspending the task — not blocking its thread — until one is free.
+    ///
+    /// Blocked threads and suspended tasks wait in one line and get resources in the order they arrived.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled before it gets a resource; the call then holds no
+    ///   resource, and no resource is lost. A task that is already cancelled throws at once. A resource granted before
+    ///   the cancellation is kept, and the call returns normally: give it back with ``signal()``.
+    public func wait() async throws {
+        if await self.take(timeout: nil) != .granted { throw CancellationError() }
+    }
+
+    /// Takes a resource, suspending the task until one is free or `timeout` has passed.
+    ///
+    /// - Parameter timeout: How long to wait at most. Zero or less takes only a resource that is free right away;
+    ///   a duration too long to represent in nanoseconds waits without a limit.
+    /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
+    public func wait(timeout: Duration) async -> Bool {
+        await self.take(timeout: timeout) == .granted
+    }
+
+    /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
+    ///
+    /// The async counterpart of ``perform(_:)``: at most as many bodies run at once as the semaphore has resources,
+    /// and the waiting suspends instead of blocking a thread.
+    ///
+    /// - Parameters:
+    ///   - isolation: The caller's actor, where `body` runs; inferred.
+    ///   - body: Runs once a resource is taken.
+    /// - Returns: What `body` returns.
+    /// - Throws: `CancellationError` if the task is cancelled while it waits (then `body` does not run), or what
+    ///   `body` throws.
+    public func withPermit<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: () async throws -> Result
+    ) async throws -> Result {
+        try await self.wait()
+        defer { self.signal() }
+        return try await body()
+    }
+
+    /// Takes a resource for a task: at once if one is free, otherwise after a place in the line.
+    private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
+        if Task.isCancelled { return .cancelled }
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        if self.available > 0 {
+            self.available -= 1
+            self.core.unlock()
+            return .granted
+        }
+        self.core.unlock()
+        if let timeout, timeout <= .zero { return .timedOut }
+        let waiter = SemaphoreWaiter(state: .arriving)
+        return await withTaskCancellationHandler {
+            await withUnsafeContinuation { continuation in
+                self.enqueue(waiter, continuation: continuation, timeout: timeout)
+            }
+        } onCancel: {
+            self.leave(waiter, as: .cancelled)
+        }
+    }
+
+    private func enqueue(
+        _ waiter: SemaphoreWaiter,
+        continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
+        timeout: Duration?
+    ) {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        guard waiter.state == .arriving else {
+            // Cancelled on its way to the line.
+            self.core.unlock()
+            continuation.resume(returning: waiter.state)
+            return
+        }
+        if self.available > 0 {
+            // Signalled since the first look.
+            self.available -= 1
+            waiter.state = .granted
+            self.core.unlock()
+            continuation.resume(returning: .granted)
+            return
+        }
+        waiter.continuation = continuation
+        self.line.append(waiter)
+        self.core.unlock()
+        if let timeout, let nanoseconds = timeout.nanosecondsIfRepresentable {
+            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
+                self?.leave(waiter, as: .timedOut)
+            }
+        }
+    }
+
+    /// Takes `waiter` out of the line without a resource, unless a `signal()` has already granted it one.
+    private func leave(_ waiter: SemaphoreWaiter, as outcome: SemaphoreWaiter.State) {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        switch waiter.state {
+        case .arriving:
+            waiter.state = outcome
+            self.core.unlock()
+        case .queued:
+            self.line.remove(waiter)
+            waiter.state = outcome
+            let continuation = waiter.continuation
+            waiter.continuation = nil
+            self.core.unlock()
+            continuation?.resume(returning: outcome)
+        case .granted, .cancelled, .timedOut:
+            self.core.unlock()
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in whole nanoseconds, or `nil` if that does not fit an `Int`.
+    fileprivate var nanosecondsIfRepresentable: Int? {
+        let (seconds, attoseconds) = self.components
+        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
+        guard !overflow else { return nil }
+        let (total, sumOverflow) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
+        return sumOverflow ? nil : Int(exactly: total)
+    }
+}
