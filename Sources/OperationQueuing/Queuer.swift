@@ -78,6 +78,57 @@ public final class Queuer: Sendable {
         self.queue.addOperation(block)
     }
 
+    /// Adds an `async` body as an ``AsyncOperation`` that makes one attempt.
+    ///
+    /// The body runs in a task of its own once the queue starts the operation, and the operation counts against
+    /// ``maxConcurrentOperationCount`` until the body has returned or thrown. ``cancelAll()`` cancels the body's task.
+    /// For retries, or to read the error, make an ``AsyncOperation`` and add it.
+    ///
+    /// - Parameter body: The work.
+    public func addOperation(_ body: @escaping @Sendable () async throws -> Void) {
+        let operation = AsyncOperation { _ in try await body() }
+        operation.maximumRetries = 1
+        self.addOperation(operation)
+    }
+
+    /// Runs an `async` body as an operation of this queue, under its concurrency limit, and returns its value.
+    ///
+    /// ```swift
+    /// let downloads = Queuer(name: "downloads", maxConcurrentOperationCount: 2)
+    /// let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
+    ///     for index in 1...6 {
+    ///         group.addTask { try await downloads.run { index * 100 } }  // at most 2 bodies at once
+    ///     }
+    ///     return try await group.reduce(0, +)
+    /// }
+    /// print(sizes)  // 2100
+    /// ```
+    ///
+    /// The body makes one attempt. Cancelling the awaiting task cancels the operation: before it starts, the body
+    /// never runs; while it runs, the body's task is cancelled.
+    ///
+    /// - Parameter body: The work; it runs in a task of its own.
+    /// - Returns: What `body` returns.
+    /// - Throws: What `body` throws, or `CancellationError` if the operation was cancelled before the body ran.
+    public func run<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
+        let value = AtomicBox<Value?>(nil)
+        let operation = AsyncOperation(name: "Queuer.run") { _ in
+            let result = try await body()
+            value.mutate { $0 = result }
+        }
+        operation.maximumRetries = 1
+        return try await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                operation.completionBlock = { continuation.resume() }
+                self.addOperation(operation)
+            }
+            if let result = value.value { return result }
+            throw operation.error ?? CancellationError()
+        } onCancel: {
+            operation.cancel()
+        }
+    }
+
     /// Adds an operation.
     ///
     /// - Parameter operation: The operation, not yet added to any queue.

@@ -33,6 +33,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case waitingForRetry
         /// `retry()` was called while the operation was paused: the attempt starts at `resume()`.
         case retryingAfterResume
+        /// A failed attempt waits out the ``RetryPolicy`` delay before the next one.
+        case delayingRetry
         /// No attempt will run again: the operation is finishing or finished.
         case ended
     }
@@ -54,6 +56,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case wait
         /// Start the next attempt.
         case runNextAttempt
+        /// Start the next attempt after a delay.
+        case runNextAttemptAfter(Duration)
         /// Finish the operation.
         case finish
     }
@@ -65,6 +69,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var currentAttempt = 1
         var manualRetry = false
         var manualFinish = false
+        var retryPolicy = RetryPolicy.immediate
         var isExecuting = false
         var isFinished = false
         var isPaused = false
@@ -92,6 +97,11 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             if self.manualRetry {
                 self.phase = .waitingForRetry
                 return .wait
+            }
+            let delay = self.retryPolicy.delay(beforeRetry: self.currentAttempt)
+            guard delay <= .zero else {
+                self.phase = .delayingRetry
+                return .runNextAttemptAfter(delay)
             }
             self.currentAttempt += 1
             self.beginAttempt()
@@ -157,12 +167,21 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         set { self.state.mutate { $0.manualFinish = newValue } }
     }
 
+    /// How long the operation waits before an automatic retry; ``RetryPolicy/immediate`` by default.
+    ///
+    /// Read when an attempt fails. It does not apply to ``manualRetry``, nor to a ``GroupOperation``, which makes one
+    /// attempt.
+    public var retryPolicy: RetryPolicy {
+        get { self.state.mutate { $0.retryPolicy } }
+        set { self.state.mutate { $0.retryPolicy = newValue } }
+    }
+
     /// Whether a failed attempt waits for ``retry()`` now (with ``manualRetry``).
     public var isWaitingForRetry: Bool {
         self.state.mutate { state in
             switch state.phase {
             case .waitingForRetry, .retryingAfterResume: true
-            case .notStarted, .attempt, .ended: false
+            case .notStarted, .attempt, .delayingRetry, .ended: false
             }
         }
     }
@@ -203,13 +222,13 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Cancels the operation.
     ///
     /// One that has not started finishes without running its block when its queue starts it; a running attempt may
-    /// go on, but no further attempt starts; one waiting for ``retry()`` finishes at once, unsuccessfully, and
-    /// ``retry()`` then does nothing.
+    /// go on, but no further attempt starts; one waiting for ``retry()`` or for its ``retryPolicy`` delay finishes at
+    /// once, unsuccessfully, and ``retry()`` then does nothing.
     override open func cancel() {
         super.cancel()
         let finishesNow = self.state.mutate { state -> Bool in
             switch state.phase {
-            case .waitingForRetry, .retryingAfterResume:
+            case .waitingForRetry, .retryingAfterResume, .delayingRetry:
                 state.phase = .ended
                 state.success = false
                 return true
@@ -365,6 +384,22 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case .runNextAttempt:
             DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async {
                 if !self.endIfCancelledBeforeRetry() { self.runAttempts() }
+            }
+        case .runNextAttemptAfter(let delay):
+            let (seconds, attoseconds) = delay.components
+            let deadline: DispatchTime =
+                seconds < 1_000_000_000
+                ? .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+                : .distantFuture
+            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).asyncAfter(deadline: deadline) {
+                // A cancel during the delay has already finished the operation.
+                let starts = self.state.mutate { state -> Bool in
+                    guard case .delayingRetry = state.phase else { return false }
+                    state.currentAttempt += 1
+                    state.beginAttempt()
+                    return true
+                }
+                if starts, !self.endIfCancelledBeforeRetry() { self.runAttempts() }
             }
         }
     }

@@ -1,0 +1,98 @@
+import AtomicPrimitives
+import Foundation
+
+/// A ``ConcurrentOperation`` whose work is an `async throws` body: each attempt runs the body in a task and ends
+/// when the body returns or throws.
+///
+/// ```swift
+/// let queuer = Queuer(name: "uploads", maxConcurrentOperationCount: 2)
+/// let upload = AsyncOperation(name: "upload") { _ in
+///     try await client.upload(file)  // here: fails once, then succeeds
+/// }
+/// upload.retryPolicy = .constant(.milliseconds(10))
+/// queuer.addOperation(upload)
+/// await queuer.waitUntilAllOperationsAreFinished()
+/// print(upload.currentAttempt, upload.success, upload.error == nil)  // 2 true true
+/// ```
+///
+/// - An attempt that returns succeeds; one that throws fails, and its error is ``error``. A failed attempt is retried
+///   as any ``ConcurrentOperation``'s: up to ``ConcurrentOperation/maximumRetries`` attempts in all, after the
+///   ``ConcurrentOperation/retryPolicy`` delay, or when ``ConcurrentOperation/retry()`` is called.
+/// - ``cancel()`` cancels the running attempt's task, so the body sees `Task.isCancelled` and its awaits throw
+///   `CancellationError`; no further attempt starts.
+/// - The operation holds its place in its queue, and counts against the queue's concurrency limit, until the body
+///   has returned, but holds no thread while the body is suspended.
+///
+/// The body runs in a task of its own, with the priority that matches the operation's `qualityOfService`.
+/// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end.
+open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
+    private struct Attempt {
+        var task: Task<Void, Never>?
+        var error: (any Error)?
+    }
+
+    // Safety: the running task and the last error are in an AtomicBox.
+    private let attempt = AtomicBox(Attempt())
+    private let body: @Sendable (AsyncOperation) async throws -> Void
+
+    /// Creates an operation that runs `body` in each attempt.
+    ///
+    /// - Parameters:
+    ///   - name: The operation's name, for logs and debugging.
+    ///   - body: The work of one attempt; it gets the operation, to read ``ConcurrentOperation/currentAttempt``.
+    ///     Returning ends the attempt successfully; throwing ends it unsuccessfully.
+    public init(name: String? = nil, body: @escaping @Sendable (AsyncOperation) async throws -> Void) {
+        self.body = body
+        super.init(name: name)
+        super.manualFinish = true
+    }
+
+    /// The error the last attempt threw, or `nil` if it returned (or none has ended yet).
+    public var error: (any Error)? {
+        self.attempt.mutate { $0.error }
+    }
+
+    /// Always `true`: an attempt ends when its body returns or throws. Setting it does nothing.
+    override open var manualFinish: Bool {
+        get { true }
+        set {}
+    }
+
+    /// Runs one attempt: starts a task that runs the body, then ends the attempt with its outcome.
+    override open func execute() {
+        let priority = TaskPriority(self.qualityOfService)
+        let task = Task(priority: priority) {
+            do {
+                try await self.body(self)
+                self.attempt.mutate { $0.error = nil }
+                self.finish(success: true)
+            } catch {
+                self.attempt.mutate { $0.error = error }
+                self.finish(success: false)
+            }
+        }
+        self.attempt.mutate { $0.task = task }
+        if self.isCancelled { task.cancel() }  // a cancel() that came before the task was recorded
+    }
+
+    /// Cancels the operation and the running attempt's task.
+    ///
+    /// See ``ConcurrentOperation/cancel()``: no further attempt starts, and one waiting to retry finishes at once.
+    override open func cancel() {
+        super.cancel()
+        self.attempt.mutate { $0.task }?.cancel()
+    }
+}
+
+extension TaskPriority {
+    /// The task priority that matches an operation's quality of service.
+    fileprivate init(_ qualityOfService: QualityOfService) {
+        switch qualityOfService {
+        case .userInteractive, .userInitiated: self = .userInitiated
+        case .utility: self = .utility
+        case .background: self = .background
+        case .default: self = .medium
+        @unknown default: self = .medium
+        }
+    }
+}

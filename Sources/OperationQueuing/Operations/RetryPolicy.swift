@@ -1,0 +1,98 @@
+import Foundation
+
+/// How long a ``ConcurrentOperation`` waits before its next automatic attempt: at once, after a constant delay, or
+/// after a delay that grows with each failure.
+///
+/// ```swift
+/// let sync = ConcurrentOperation { operation in operation.success = pushChanges() }
+/// sync.maximumRetries = 5
+/// sync.retryPolicy = .exponential(initial: .milliseconds(100), maximum: .seconds(5), jitter: 0.2)
+/// ```
+///
+/// The delay never blocks a thread: the next attempt is scheduled on a global queue when the delay has passed. An
+/// operation cancelled during the delay finishes at once. The policy applies to automatic retries only; with
+/// ``ConcurrentOperation/manualRetry``, ``ConcurrentOperation/retry()`` decides when.
+public struct RetryPolicy: Sendable, Hashable {
+    private enum Shape: Sendable, Hashable {
+        case immediate
+        case constant(Duration)
+        case exponential(initial: Duration, multiplier: Double, maximum: Duration, jitter: Double)
+    }
+
+    private let shape: Shape
+
+    /// The next attempt starts as soon as the failed one has ended: Queuer's behaviour, and the default.
+    public static let immediate = RetryPolicy(shape: .immediate)
+
+    /// The next attempt starts `delay` after the failed one has ended.
+    ///
+    /// - Parameter delay: The wait before each retry; zero or more.
+    /// - Precondition: `delay` is not negative.
+    public static func constant(_ delay: Duration) -> RetryPolicy {
+        precondition(delay >= .zero, "RetryPolicy.constant: delay must be zero or more, got \(delay)")
+        return RetryPolicy(shape: .constant(delay))
+    }
+
+    /// The wait before retry `n` is `initial × multiplier^(n − 1)`, at most `maximum`, less a random part of up to
+    /// `jitter` of it.
+    ///
+    /// With the defaults, a first retry waits `initial`, the second twice that, then four times, up to `maximum`.
+    /// Jitter spreads the retries of many clients that failed at once: with `jitter: 0.2`, each wait is between 80%
+    /// and 100% of its computed value.
+    ///
+    /// - Parameters:
+    ///   - initial: The wait before the first retry; zero or more.
+    ///   - multiplier: The growth from one wait to the next; finite and 1 or more.
+    ///   - maximum: The longest wait; at least `initial`.
+    ///   - jitter: The largest share of a wait taken off at random, from 0 (none, the default) to 1.
+    /// - Precondition: The parameters are in the ranges above; each violation names the parameter.
+    public static func exponential(
+        initial: Duration,
+        multiplier: Double = 2,
+        maximum: Duration,
+        jitter: Double = 0
+    ) -> RetryPolicy {
+        precondition(initial >= .zero, "RetryPolicy.exponential: initial must be zero or more, got \(initial)")
+        precondition(
+            multiplier.isFinite && multiplier >= 1,
+            "RetryPolicy.exponential: multiplier must be finite and 1 or more, got \(multiplier)"
+        )
+        precondition(
+            maximum >= initial,
+            "RetryPolicy.exponential: maximum must be at least initial (\(initial)), got \(maximum)"
+        )
+        precondition(
+            (0...1).contains(jitter),
+            "RetryPolicy.exponential: jitter must be from 0 to 1, got \(jitter)"
+        )
+        return RetryPolicy(shape: .exponential(initial: initial, multiplier: multiplier, maximum: maximum, jitter: jitter))
+    }
+
+    /// The wait before retry number `retry`, counted from 1 (the second attempt); random within the jitter.
+    ///
+    /// - Parameter retry: Which retry: 1 for the second attempt, 2 for the third, and so on.
+    /// - Returns: Zero for ``immediate``.
+    public func delay(beforeRetry retry: Int) -> Duration {
+        switch self.shape {
+        case .immediate:
+            return .zero
+        case .constant(let delay):
+            return delay
+        case .exponential(let initial, let multiplier, let maximum, let jitter):
+            let maximumSeconds = maximum.seconds
+            // Grows to the cap within a bounded number of steps; past it, the wait is the cap.
+            let growth = pow(multiplier, Double(max(0, retry - 1)))
+            let seconds = min(initial.seconds * growth, maximumSeconds)
+            let nanoseconds = seconds * (1 - jitter * Double.random(in: 0...1)) * 1e9
+            return nanoseconds < 9e18 ? .nanoseconds(Int64(nanoseconds)) : maximum
+        }
+    }
+}
+
+extension Duration {
+    /// The duration in seconds, as a `Double`.
+    fileprivate var seconds: Double {
+        let (seconds, attoseconds) = self.components
+        return Double(seconds) + Double(attoseconds) / 1e18
+    }
+}

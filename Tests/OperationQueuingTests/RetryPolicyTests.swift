@@ -1,0 +1,118 @@
+import Dispatch
+import Foundation
+import OperationQueuing
+import TestSupport
+import Testing
+
+@Suite("RetryPolicy", .timeLimit(.minutes(1)))
+struct RetryPolicyTests {
+    @Test("immediate waits zero, constant waits its delay before every retry")
+    func immediateAndConstant() {
+        for retry in [1, 2, 100, Int.max] {
+            #expect(RetryPolicy.immediate.delay(beforeRetry: retry) == .zero)
+            #expect(RetryPolicy.constant(.milliseconds(250)).delay(beforeRetry: retry) == .milliseconds(250))
+        }
+    }
+
+    @Test("exponential doubles from initial up to the cap, and stays there for any number of retries")
+    func exponentialGrowsToTheCap() {
+        let policy = RetryPolicy.exponential(initial: .milliseconds(100), maximum: .seconds(1))
+        let delays = (1...6).map { policy.delay(beforeRetry: $0) }
+        #expect(delays == [100, 200, 400, 800, 1000, 1000].map { Duration.milliseconds($0) })
+        #expect(policy.delay(beforeRetry: Int.max) == .seconds(1))
+        let tripling = RetryPolicy.exponential(initial: .seconds(1), multiplier: 3, maximum: .seconds(100))
+        #expect((1...4).map { tripling.delay(beforeRetry: $0) } == [1, 3, 9, 27].map { Duration.seconds($0) })
+        let huge = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(Int64.max))
+        #expect(huge.delay(beforeRetry: 10_000) == .seconds(Int64.max), "a cap too large for nanoseconds is kept")
+    }
+
+    @Test("jitter takes off at most its share of each wait, and does take something off")
+    func jitterStaysInItsBand() {
+        let policy = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(1), jitter: 0.2)
+        let delays = (0..<1_000).map { _ in policy.delay(beforeRetry: 3) }
+        #expect(delays.allSatisfy { $0 >= .milliseconds(800) && $0 <= .seconds(1) })
+        #expect(Set(delays).count > 100, "the waits are spread, not all the same")
+    }
+
+    @Test("bad numbers trap with a message that names RetryPolicy and the parameter", arguments: 0..<6)
+    func badNumbersTrap(index: Int) async {
+        let expected = [
+            "RetryPolicy.constant: delay", "RetryPolicy.exponential: initial", "RetryPolicy.exponential: multiplier",
+            "RetryPolicy.exponential: multiplier", "RetryPolicy.exponential: maximum",
+            "RetryPolicy.exponential: jitter",
+        ][index]
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [index] in
+            switch index {
+            case 0: _ = RetryPolicy.constant(.milliseconds(-1))
+            case 1: _ = RetryPolicy.exponential(initial: .seconds(-1), maximum: .seconds(1))
+            case 2: _ = RetryPolicy.exponential(initial: .seconds(1), multiplier: .nan, maximum: .seconds(1))
+            case 3: _ = RetryPolicy.exponential(initial: .seconds(1), multiplier: 0.5, maximum: .seconds(1))
+            case 4: _ = RetryPolicy.exponential(initial: .seconds(2), maximum: .seconds(1))
+            default: _ = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(1), jitter: 1.5)
+            }
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains(expected))
+    }
+
+    @Test("an operation waits at least the policy's delay between attempts, and counts attempts as they start")
+    func operationWaitsBetweenAttempts() {
+        let queuer = Queuer(name: "test.retrypolicy")
+        let starts = AtomicBox<[UInt64]>([])
+        let done = DispatchSemaphore(value: 0)
+        let operation = ConcurrentOperation { operation in
+            starts.mutate { $0.append(DispatchTime.now().uptimeNanoseconds) }
+            operation.success = operation.currentAttempt == 3
+        }
+        operation.retryPolicy = .exponential(initial: .milliseconds(20), maximum: .milliseconds(40))
+        operation.completionBlock = { done.signal() }
+        queuer.addOperation(operation)
+        #expect(done.wait(timeout: deadline()) == .success)
+        let times = starts.value
+        #expect(times.count == 3)
+        #expect(operation.success)
+        #expect(operation.currentAttempt == 3)
+        if times.count == 3 {
+            #expect(times[1] - times[0] >= 20_000_000)
+            #expect(times[2] - times[1] >= 40_000_000)
+        }
+    }
+
+    @Test("cancelling an operation that waits out a long retry delay finishes it at once, without another attempt")
+    func cancelDuringDelay() {
+        for _ in 0..<20 {
+            let queuer = Queuer(name: "test.canceldelay")
+            let attempts = AtomicBox(0)
+            let failed = DispatchSemaphore(value: 0)
+            let done = DispatchSemaphore(value: 0)
+            let operation = ConcurrentOperation { operation in
+                attempts.mutate { $0 += 1 }
+                operation.success = false
+                failed.signal()
+            }
+            operation.retryPolicy = .constant(.seconds(3600))
+            operation.completionBlock = { done.signal() }
+            queuer.addOperation(operation)
+            #expect(failed.wait(timeout: deadline()) == .success)
+            #expect(operation.isWaitingForRetry == false, "a delay is not a wait for retry()")
+            operation.cancel()
+            #expect(done.wait(timeout: deadline()) == .success, "finished long before the delay")
+            #expect(attempts.value == 1)
+            #expect(operation.currentAttempt == 1)
+            #expect(operation.success == false)
+        }
+    }
+
+    @Test("a group makes one attempt whatever its retry policy")
+    func groupIgnoresPolicy() {
+        let queuer = Queuer(name: "test.grouppolicy")
+        let group = GroupOperation([ConcurrentOperation { $0.success = false }])
+        group.retryPolicy = .constant(.milliseconds(1))
+        let done = DispatchSemaphore(value: 0)
+        group.completionBlock = { done.signal() }
+        queuer.addOperation(group)
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(group.currentAttempt == 1)
+        #expect(group.success == false)
+    }
+}
