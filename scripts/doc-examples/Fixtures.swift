@@ -32,6 +32,7 @@ let client = Client()
 let file = URL(fileURLWithPath: "/tmp/report.pdf")
 
 func send() -> Bool { failsOnce() }
+func pushChanges() -> Bool { failsOnce() }
 func authenticate() -> Bool { failsOnce() }
 
 /// A "Try again" button that a user taps every 10 ms for 5 seconds.

@@ -4,9 +4,12 @@ import Foundation
 /// after a delay that grows with each failure.
 ///
 /// ```swift
-/// let sync = ConcurrentOperation { operation in operation.success = pushChanges() }
+/// let sync = ConcurrentOperation { operation in operation.success = pushChanges() }  // here: fails once
 /// sync.maximumRetries = 5
 /// sync.retryPolicy = .exponential(initial: .milliseconds(100), maximum: .seconds(5), jitter: 0.2)
+/// queuer.addOperation(sync)
+/// sync.waitUntilFinished()
+/// print(sync.currentAttempt, sync.success)  // 2 true
 /// ```
 ///
 /// The delay never blocks a thread: the next attempt is scheduled on a global queue when the delay has passed. An
