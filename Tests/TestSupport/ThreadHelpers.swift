@@ -69,7 +69,10 @@ public func eventually(_ condition: () -> Bool) -> Bool {
 /// Polls `condition` until it holds, for at most ten seconds, suspending the task between looks.
 ///
 /// The async form of `eventually(_:)`: it blocks no thread of the cooperative pool.
-public func suspendUntil(_ condition: () -> Bool) async -> Bool {
+public func suspendUntil(
+    isolation: isolated (any Actor)? = #isolation,
+    _ condition: () -> Bool
+) async -> Bool {
     let limit = deadline()
     while !condition() {
         if DispatchTime.now() > limit { return false }

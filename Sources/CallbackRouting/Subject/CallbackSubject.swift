@@ -71,6 +71,25 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
+    /// The values sent from the start of each iteration on, as an `AsyncSequence` that ends with the completion.
+    ///
+    /// Values the loop has not taken yet are all kept. See ``CallbackSubjectValues``.
+    public var values: CallbackSubjectValues<Output, Failure> {
+        CallbackSubjectValues(subject: self, bufferingPolicy: .unbounded)
+    }
+
+    /// The values sent from the start of each iteration on, with values the loop has not taken yet kept as
+    /// `bufferingPolicy` says.
+    ///
+    /// - Parameter bufferingPolicy: What happens to values sent faster than the loop takes them.
+    /// - Returns: An `AsyncSequence` of the values that ends with the completion; see ``CallbackSubjectValues``.
+    /// - Precondition: A buffer limit is 0 or more.
+    public func values(
+        bufferingPolicy: CallbackSubjectValues<Output, Failure>.BufferingPolicy
+    ) -> CallbackSubjectValues<Output, Failure> {
+        CallbackSubjectValues(subject: self, bufferingPolicy: bufferingPolicy)
+    }
+
     /// Sends `value` to every current subscriber; ignored after a completion.
     ///
     /// - Parameter value: The value; each subscriber receives it on its own queue.

@@ -38,6 +38,9 @@ public final class GCDTimer: @unchecked Sendable {
     private var toleranceStorage: Double = 0
     /// Whether the run that `start()` began repeats: decided when it starts, whatever is set later.
     private var repeats = false
+    /// The iterations of ``ticks`` in progress, by registration number.
+    private var tickListeners: [Int: AsyncStream<DispatchTime>.Continuation] = [:]
+    private var lastTickListener = 0
 
     /// The queue the handler runs on.
     public let queue: GCDQueue
@@ -96,7 +99,7 @@ public final class GCDTimer: @unchecked Sendable {
     deinit {
         // A suspended or never-resumed source must be resumed before it is cancelled and released; nobody else can
         // reach the timer now, so the lock is not needed.
-        self.finish()
+        for listener in self.finish() { listener.finish() }
     }
 
     /// Seconds between fires after the first; `nil` (the default) fires once.
@@ -166,9 +169,50 @@ public final class GCDTimer: @unchecked Sendable {
         }
     }
 
-    /// Stops the timer for good.
+    /// Stops the timer for good; iterations of ``ticks`` end.
     public func stop() {
-        self.lock.withLock { self.finish() }
+        for listener in self.lock.withLock({ self.finish() }) { listener.finish() }
+    }
+
+    /// The times the timer fires, as an `AsyncSequence` that ends when the timer stops or finishes.
+    ///
+    /// ```swift
+    /// let timer = GCDTimer(interval: 0.01)
+    /// timer.repeatInterval = 0.01
+    /// timer.start()
+    /// var fires = 0
+    /// for await _ in timer.ticks {
+    ///     fires += 1
+    ///     if fires == 3 { timer.stop() }  // ends the loop
+    /// }
+    /// print(fires)  // 3
+    /// ```
+    ///
+    /// Each iteration receives the fires from its start on, besides the ``handler(_:)``, which still runs. A loop
+    /// slower than the timer gets the latest fire time only, not a backlog. The loop ends after a one-shot timer's
+    /// fire, at ``stop()``, and when the timer is released: the iteration does not keep the timer alive. Leaving the
+    /// loop, or cancelling its task, ends the iteration.
+    public var ticks: GCDTimerTicks {
+        GCDTimerTicks(timer: self)
+    }
+
+    /// Starts delivering fires to `listener`, or finishes it at once if the timer has finished.
+    ///
+    /// - Returns: The registration number, for ``removeTickListener(_:)``; `nil` if the timer has finished.
+    func addTickListener(_ listener: AsyncStream<DispatchTime>.Continuation) -> Int? {
+        let number = self.lock.withLock { () -> Int? in
+            guard self.state != .finished else { return nil }
+            self.lastTickListener += 1
+            self.tickListeners[self.lastTickListener] = listener
+            return self.lastTickListener
+        }
+        if number == nil { listener.finish() }
+        return number
+    }
+
+    /// Stops delivering fires to the listener registered as `number`.
+    func removeTickListener(_ number: Int) {
+        self.lock.withLock { self.tickListeners[number] = nil }
     }
 
     /// Schedules the source, and decides whether this run repeats; call with the lock held.
@@ -187,7 +231,9 @@ public final class GCDTimer: @unchecked Sendable {
     }
 
     /// Cancels the source, resuming it first if it is suspended; call with the lock held (or from `deinit`).
-    private func finish() {
+    ///
+    /// - Returns: The ``ticks`` listeners, taken out: finish them once the lock is released.
+    private func finish() -> [AsyncStream<DispatchTime>.Continuation] {
         switch self.state {
         case .new, .paused:
             self.source.resume()
@@ -195,17 +241,26 @@ public final class GCDTimer: @unchecked Sendable {
         case .running:
             self.source.cancel()
         case .finished:
-            return
+            return []
         }
         self.state = .finished
+        defer { self.tickListeners = [:] }
+        return Array(self.tickListeners.values)
     }
 
     private func fire() {
-        let handler = self.lock.withLock { () -> (@Sendable () -> Void)? in
-            guard self.state == .running else { return nil }
-            if !self.repeats { self.finish() }
-            return self.handlerBlock
+        let (handler, listeners, ended) = self.lock.withLock {
+            () -> (
+                (@Sendable () -> Void)?, [AsyncStream<DispatchTime>.Continuation],
+                [AsyncStream<DispatchTime>.Continuation]
+            ) in
+            guard self.state == .running else { return (nil, [], []) }
+            let listeners = Array(self.tickListeners.values)
+            return (self.handlerBlock, listeners, self.repeats ? [] : self.finish())
         }
+        let now = DispatchTime.now()
+        for listener in listeners { listener.yield(now) }
+        for listener in ended { listener.finish() }
         handler?()
     }
 }
