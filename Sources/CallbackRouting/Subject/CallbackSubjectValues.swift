@@ -78,8 +78,9 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
             self.base = base
         }
 
-        /// The next value; `nil` once the subject has finished or the task is cancelled.
+        /// The next value.
         ///
+        /// - Returns: The value; `nil` once the subject has finished or the task is cancelled.
         /// - Throws: The subject's failure.
         public mutating func next() async throws(Failure) -> Output? {
             do {
@@ -89,10 +90,10 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
             }
         }
 
-        /// The next value, awaited in the caller's isolation; `nil` once the subject has finished or the task is
-        /// cancelled.
+        /// The next value, awaited in the caller's isolation.
         ///
         /// - Parameter actor: The caller's actor.
+        /// - Returns: The value; `nil` once the subject has finished or the task is cancelled.
         /// - Throws: The subject's failure.
         public mutating func next(isolation actor: isolated (any Actor)?) async throws(Failure) -> Output? {
             do {

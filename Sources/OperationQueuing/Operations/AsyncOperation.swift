@@ -52,7 +52,9 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         self.attempt.mutate { $0.error }
     }
 
-    /// Always `true`: an attempt ends when its body returns or throws. Setting it does nothing.
+    /// Always `true`, since an attempt ends when its body returns or throws.
+    ///
+    /// Setting it does nothing.
     override open var manualFinish: Bool {
         get { true }
         set {}

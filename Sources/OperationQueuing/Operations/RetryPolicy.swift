@@ -30,6 +30,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// The next attempt starts `delay` after the failed one has ended.
     ///
     /// - Parameter delay: The wait before each retry; zero or more.
+    /// - Returns: The policy.
     /// - Precondition: `delay` is not negative.
     public static func constant(_ delay: Duration) -> RetryPolicy {
         precondition(delay >= .zero, "RetryPolicy.constant: delay must be zero or more, got \(delay)")
@@ -48,6 +49,7 @@ public struct RetryPolicy: Sendable, Hashable {
     ///   - multiplier: The growth from one wait to the next; finite and 1 or more.
     ///   - maximum: The longest wait; at least `initial`.
     ///   - jitter: The largest share of a wait taken off at random, from 0 (none, the default) to 1.
+    /// - Returns: The policy.
     /// - Precondition: The parameters are in the ranges above; each violation names the parameter.
     public static func exponential(
         initial: Duration,
@@ -68,7 +70,8 @@ public struct RetryPolicy: Sendable, Hashable {
             (0...1).contains(jitter),
             "RetryPolicy.exponential: jitter must be from 0 to 1, got \(jitter)"
         )
-        return RetryPolicy(shape: .exponential(initial: initial, multiplier: multiplier, maximum: maximum, jitter: jitter))
+        let shape = Shape.exponential(initial: initial, multiplier: multiplier, maximum: maximum, jitter: jitter)
+        return RetryPolicy(shape: shape)
     }
 
     /// The wait before retry number `retry`, counted from 1 (the second attempt); random within the jitter.
