@@ -37,8 +37,8 @@ public enum CallbackQueue: Sendable {
     case untouch
     /// Always sends the block to `queue` asynchronously, even when called on that queue.
     case dispatch(DispatchQueue)
-    /// Adds the block to `queue` as an operation.
-    case operationQueue(OperationQueue)
+    /// Adds the block to `queue` as an operation: an `OperationQueue`, or any ``CallbackOperationQueue``.
+    case operationQueue(any CallbackOperationQueue)
 
     /// Runs `block` on this route.
     ///

@@ -18,8 +18,12 @@ public final class Scheduler: @unchecked Sendable {
     ///
     /// Do not resume, suspend or cancel it directly.
     public let timer: any DispatchSourceTimer
-    private let deadline: DispatchTime
-    private let repeating: DispatchTimeInterval
+    /// When the scheduler first fires, as given to `init`.
+    public let deadline: DispatchTime
+    /// The interval between fires, as given to `init`; `.never` fires once.
+    public let repeating: DispatchTimeInterval
+    /// The quality of service of the global queue the handler runs on, as given to `init`.
+    public let qualityOfService: DispatchQoS
     // Safety: `isStarted`, `isCancelled` and `handler` are only touched under `lock`.
     private let lock = MutexLock()
     private var isStarted = false
@@ -46,6 +50,7 @@ public final class Scheduler: @unchecked Sendable {
         )
         self.deadline = deadline
         self.repeating = repeating
+        self.qualityOfService = qualityOfService
         self.timer = DispatchSource.makeTimerSource(queue: .global(qos: qualityOfService.qosClass))
         self.timer.setEventHandler { [weak self] in self?.fire() }
         if let handler { self.setHandler(handler) }

@@ -164,4 +164,23 @@ struct CallbackQueueTests {
         #expect(CallbackQueue.dispatch(serial).queue === serial)
         #expect(CallbackQueue.operationQueue(operations).queue === serial)
     }
+
+    @Test("operationQueue takes any CallbackOperationQueue, and reports its underlying queue")
+    func customOperationQueue() {
+        final class Recorder: CallbackOperationQueue, @unchecked Sendable {  // Safety: `added` is an AtomicBox.
+            let added = AtomicBox(0)
+            let target = DispatchQueue(label: "test.recorder")
+
+            func addOperation(_ block: @escaping @Sendable () -> Void) {
+                self.added.mutate { $0 += 1 }
+                self.target.async(execute: block)
+            }
+        }
+        let recorder = Recorder()
+        let ran = DispatchSemaphore(value: 0)
+        CallbackQueue.operationQueue(recorder).execute { ran.signal() }
+        #expect(ran.wait(timeout: deadline()) == .success)
+        #expect(recorder.added.value == 1)
+        #expect(CallbackQueue.operationQueue(recorder).queue == nil, "a type that names no dispatch queue")
+    }
 }

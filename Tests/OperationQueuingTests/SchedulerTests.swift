@@ -60,4 +60,15 @@ struct SchedulerTests {
         let stderr = text(result?.standardErrorContent)
         #expect(stderr.contains("Scheduler: repeating must be .never or a positive interval"))
     }
+
+    @Test("deadline, repeating and qualityOfService read back what init was given")
+    func readOnlyProperties() {
+        let deadline = DispatchTime.now() + 3600
+        let scheduler = Scheduler(deadline: deadline, repeating: .seconds(5), qualityOfService: .utility)
+        #expect(scheduler.deadline == deadline)
+        #expect(scheduler.repeating == .seconds(5))
+        #expect(scheduler.qualityOfService == .utility)
+        #expect(Scheduler(deadline: deadline).repeating == .never)
+        scheduler.cancel()
+    }
 }

@@ -10,6 +10,17 @@ extension GCDQueue {
         queue.async(block)
     }
 
+    /// Runs each of `blocks` asynchronously on `queue`, in order of submission: the same as `queue.async(blocks)`.
+    ///
+    /// - Parameters:
+    ///   - queue: Where the blocks run.
+    ///   - blocks: The work items.
+    /// - Returns: `queue`, so that sends can be chained.
+    @discardableResult
+    public static func <<< (queue: GCDQueue, blocks: [@Sendable () -> Void]) -> GCDQueue {
+        queue.async(blocks)
+    }
+
     /// Runs `block` as a barrier on `queue`: the same as `queue.barrierAsync(block)`.
     ///
     /// - Parameters:

@@ -163,21 +163,46 @@ public struct GCDQueue: Sendable, Equatable {
         // Inlined and specialized in the caller, so that the only generic work, keeping the outcome, is done there;
         // the rest is the non-generic `run(_:)`.
         var outcome: Swift.Result<Output, Failure>?
-        self.run { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+        self.run(barrier: false) { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+        return try outcome!.get()
+    }
+
+    /// Runs `block` alone on this queue — after the blocks before it, before the ones after it — and waits for its
+    /// result: Eki's `barrierSync`.
+    ///
+    /// On a serial queue this is ``sync(_:)``, and runs inline when the caller is inside the queue already. On a
+    /// global queue there is no barrier.
+    /// - Parameter block: The work; it runs on the calling thread.
+    /// - Returns: What `block` returns.
+    /// - Throws: What `block` throws.
+    /// - Precondition: The caller is not inside this queue, if it is a concurrent queue of your own: the barrier would
+    ///   wait for the block that called it.
+    @inlinable
+    public func barrierSync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
+        var outcome: Swift.Result<Output, Failure>?
+        self.run(barrier: true) { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
         return try outcome!.get()
     }
 
     /// Runs `work` as ``sync(_:)`` does: inline if the calling thread is inside this queue already; otherwise on the
     /// queue, with the DispatchKit queue the caller is in recorded as one the thread is inside meanwhile.
+    ///
+    /// With `barrier`, the block runs as a barrier; a caller inside a concurrent queue of its own traps.
     @usableFromInline
-    func run(_ work: () -> Void) {
+    func run(barrier: Bool, _ work: () -> Void) {
         let innermostID = self.marker.innermostID
         let record = self.marker.record
         let chain = record.chain
         if record.isInside(self.marker.id, innermostID: innermostID, chain: chain) {
+            precondition(
+                !barrier || self.marker.isSerial,
+                "GCDQueue.barrierSync: called from inside concurrent queue '\(self.dispatchQueue.label)'; the barrier "
+                    + "would wait for the block that called it"
+            )
             return record.runInline(self.marker.id, chain: chain, work)
         }
         record.leaving(innermostID, chain: chain) { chain in
+            if barrier { return self.dispatchQueue.sync(flags: .barrier) { record.adopting(chain, work) } }
             // A caller inside no DispatchKit queue, the common case, has nothing to hand over: no wrapping block.
             guard !chain.isEmpty else { return self.dispatchQueue.sync(execute: work) }
             self.dispatchQueue.sync { record.adopting(chain, work) }
@@ -193,6 +218,34 @@ public struct GCDQueue: Sendable, Equatable {
     public func barrierAsync(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
         self.dispatchQueue.async(flags: .barrier, execute: block)
         return self
+    }
+
+    /// Stops this queue from starting blocks until ``resume()``; a block that runs now runs to its end.
+    ///
+    /// Calls nest: the queue starts blocks again after as many ``resume()`` calls as there were `suspend()` calls. A
+    /// suspended queue is kept alive until it is resumed, so releasing every copy of it does not crash, as releasing a
+    /// suspended `DispatchQueue` does; its blocks then never run. A ``sync(_:)`` from outside waits until `resume()`.
+    /// - Precondition: The queue was made by ``init(name:kind:)``: main and the global queues cannot be suspended.
+    public func suspend() {
+        precondition(
+            self.marker.isCustom,
+            "GCDQueue.suspend: '\(self.dispatchQueue.label)' is main or a global queue; only a queue made by "
+                + "init(name:kind:) can be suspended"
+        )
+        self.marker.suspend(self.dispatchQueue)
+    }
+
+    /// Lets this queue start blocks again after ``suspend()``.
+    ///
+    /// - Precondition: The queue is suspended: every `resume()` follows a ``suspend()``. An unbalanced resume, which
+    ///   libdispatch would turn into a crash, traps here with a message that names the queue.
+    public func resume() {
+        self.marker.resume(self.dispatchQueue)
+    }
+
+    /// Whether ``suspend()`` was called more often than ``resume()``.
+    public var isSuspended: Bool {
+        self.marker.isSuspended
     }
 
     /// Runs `block` on this queue after `seconds`.

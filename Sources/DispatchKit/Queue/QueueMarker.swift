@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Dispatch
 import Synchronization
 
@@ -24,6 +25,10 @@ final class QueueMarker: @unchecked Sendable {
     /// ``SpecificLookup/shared`` and ``SyncRecord/shared``, kept here so that identity checks reach them with a load.
     private let lookup = SpecificLookup.shared
     let record = SyncRecord.shared
+
+    /// How often the queue was suspended and not yet resumed, and the queue itself while it is: a suspended
+    /// `DispatchQueue` must not be released.
+    private let suspension = AtomicBox((count: 0, keptAlive: DispatchQueue?.none))
 
     /// The key every marker object is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
@@ -77,6 +82,42 @@ final class QueueMarker: @unchecked Sendable {
     /// The queue, while it exists.
     var queue: DispatchQueue? {
         self.standardQueue ?? self.customQueue
+    }
+
+    /// Whether this is the marker of a queue made by `GCDQueue(name:kind:)`.
+    var isCustom: Bool {
+        self.standardQueue == nil
+    }
+
+    // MARK: Suspension
+
+    /// Suspends `queue`, this marker's, counting the call; the first keeps the queue alive until the last resume.
+    func suspend(_ queue: DispatchQueue) {
+        self.suspension.mutate { state in
+            state.count += 1
+            if state.count == 1 { state.keptAlive = queue }
+            queue.suspend()
+        }
+    }
+
+    /// Resumes `queue`, this marker's; traps if it is not suspended.
+    func resume(_ queue: DispatchQueue) {
+        let resumed = self.suspension.mutate { state -> Bool in
+            guard state.count > 0 else { return false }
+            state.count -= 1
+            queue.resume()
+            if state.count == 0 { state.keptAlive = nil }
+            return true
+        }
+        precondition(
+            resumed,
+            "GCDQueue.resume: queue '\(queue.label)' is not suspended; every resume() must follow a suspend()"
+        )
+    }
+
+    /// Whether the queue is suspended.
+    var isSuspended: Bool {
+        self.suspension.value.count > 0
     }
 
     /// The marker of the innermost DispatchKit queue the caller runs in.

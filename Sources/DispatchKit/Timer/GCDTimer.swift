@@ -34,6 +34,9 @@ public final class GCDTimer: @unchecked Sendable {
     private let firstFire: FirstFire
     private var state = State.new
     private var handlerBlock: (@Sendable () -> Void)?
+    /// The start and cancel handlers, shared with the source's registration and cancel handlers, which must not keep
+    /// the timer alive.
+    private let handlers = TimerLifecycleHandlers()
     private var repeatIntervalStorage: Double?
     private var toleranceStorage: Double = 0
     /// Whether the run that `start()` began repeats: decided when it starts, whatever is set later.
@@ -58,6 +61,7 @@ public final class GCDTimer: @unchecked Sendable {
         self.firstFire = .after(Seconds.interval(interval, "GCDTimer: interval"))
         self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
         self.source.setEventHandler { [weak self] in self?.fire() }
+        self.handlers.install(on: self.source)
     }
 
     /// Creates a paused timer that first fires at `deadline` once started.
@@ -70,6 +74,7 @@ public final class GCDTimer: @unchecked Sendable {
         self.firstFire = .at(deadline)
         self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
         self.source.setEventHandler { [weak self] in self?.fire() }
+        self.handlers.install(on: self.source)
     }
 
     /// Creates, and starts, a timer that fires once after `seconds`, or, with `repeating`, then every `repeating`
@@ -90,6 +95,29 @@ public final class GCDTimer: @unchecked Sendable {
         handler: @escaping @Sendable () -> Void
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, interval: seconds)
+        timer.repeatInterval = repeating
+        timer.handler(handler)
+        timer.start()
+        return timer
+    }
+
+    /// Creates, and starts, a timer that fires once at `date`, or, with `repeating`, then every `repeating` seconds.
+    ///
+    /// Eki's `scheduleWithDate`, taking a wall-clock time: a date in the past fires at once.
+    /// - Parameters:
+    ///   - date: The wall-clock time of the first fire, for instance `.now() + 5`.
+    ///   - onQueue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - repeating: The interval between later fires; `nil` (the default) fires once.
+    ///   - handler: What to do on each fire.
+    /// - Returns: The running timer. Keep it: releasing it stops it.
+    /// - Precondition: `repeating` is `nil` or a number greater than 0.
+    public static func scheduleWithDate(
+        _ date: DispatchWallTime,
+        onQueue: GCDQueue = .background,
+        repeating: Double? = nil,
+        handler: @escaping @Sendable () -> Void
+    ) -> GCDTimer {
+        let timer = GCDTimer(queue: onQueue, deadline: date)
         timer.repeatInterval = repeating
         timer.handler(handler)
         timer.start()
@@ -139,6 +167,22 @@ public final class GCDTimer: @unchecked Sendable {
     /// - Parameter block: Runs on the timer's queue.
     public func handler(_ block: @escaping @Sendable () -> Void) {
         self.lock.withLock { self.handlerBlock = block }
+    }
+
+    /// Sets what runs, on the timer's queue, when a new timer first starts: before its first fire.
+    ///
+    /// Set it before ``start()``; afterwards it does not run.
+    /// - Parameter block: Runs once, on the timer's queue.
+    public func startHandler(_ block: @escaping @Sendable () -> Void) {
+        self.handlers.start = block
+    }
+
+    /// Sets what runs, on the timer's queue, once the timer has ended: after ``stop()``, after a one-shot's fire, or
+    /// when the timer is released; no fire comes after it.
+    ///
+    /// - Parameter block: Runs once, on the timer's queue. A timer released before it ever started runs it too.
+    public func cancelHandler(_ block: @escaping @Sendable () -> Void) {
+        self.handlers.cancel = block
     }
 
     /// Starts a new timer, or resumes a paused one; does nothing to a running, stopped or finished timer.
@@ -235,7 +279,11 @@ public final class GCDTimer: @unchecked Sendable {
     /// - Returns: The ``ticks`` listeners, taken out: finish them once the lock is released.
     private func finish() -> [AsyncStream<DispatchTime>.Continuation] {
         switch self.state {
-        case .new, .paused:
+        case .new:
+            self.handlers.start = nil  // resumed only to be cancelled: it never started
+            self.source.resume()
+            self.source.cancel()
+        case .paused:
             self.source.resume()
             self.source.cancel()
         case .running:

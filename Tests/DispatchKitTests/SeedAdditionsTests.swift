@@ -1,0 +1,106 @@
+import AtomicPrimitives
+import Dispatch
+import DispatchKit
+import TestSupport
+import Testing
+
+@Suite("DispatchKit: Eki's array operators, scheduleWithDate, start and cancel handlers", .timeLimit(.minutes(1)))
+struct SeedAdditionsTests {
+    @Test("queue <<< [blocks] sends every block, in order, and returns the queue")
+    func queueArrayOperator() {
+        let queue = GCDQueue(name: "test.arrayop")
+        let order = AtomicBox<[Int]>([])
+        let returned = queue <<< (0..<5).map { index in { @Sendable in order.mutate { $0.append(index) } } }
+        #expect(returned == queue)
+        queue.sync {}
+        #expect(order.value == [0, 1, 2, 3, 4])
+    }
+
+    @Test("group <<< [blocks] and group <<< [tasks] count every item until it has run")
+    func groupArrayOperators() {
+        let group = GCDGroup(queue: GCDQueue(name: "test.grouparray", kind: .concurrent))
+        let count = AtomicBox(0)
+        group <<< (0..<3).map { _ in { @Sendable in count.mutate { $0 += 1 } } }
+        group <<< (0..<4).map { _ in GCDTask(queue: .utility) { count.mutate { $0 += 10 } } }
+        #expect(group.wait(timeout: deadline()) == .success)
+        #expect(count.value == 43)
+    }
+
+    @Test("scheduleWithDate fires once at the wall-clock date, or repeats with repeating")
+    func scheduleWithDate() async {
+        let fired = CountingSemaphore()
+        let once = GCDTimer.scheduleWithDate(.now() + 0.02, onQueue: GCDQueue(name: "test.date")) { fired.signal() }
+        #expect(await fired.wait(timeout: .seconds(10)))
+        #expect(await suspendUntil { !once.isRunning }, "a one-shot is finished after its fire")
+        let ticks = CountingSemaphore()
+        let repeating = GCDTimer.scheduleWithDate(.now(), repeating: 0.001) { ticks.signal() }
+        for _ in 0..<3 { #expect(await ticks.wait(timeout: .seconds(10))) }
+        #expect(repeating.isRunning)
+        repeating.stop()
+        let past = CountingSemaphore()
+        let late = GCDTimer.scheduleWithDate(.now() - 60) { past.signal() }
+        #expect(await past.wait(timeout: .seconds(10)), "a date in the past fires at once")
+        withExtendedLifetime(late) {}
+    }
+
+    @Test("startHandler runs once, before the first fire; cancelHandler runs once, after the last")
+    func startAndCancelHandlers() {
+        let queue = GCDQueue(name: "test.handlers")
+        let log = AtomicBox<[String]>([])
+        let cancelled = DispatchSemaphore(value: 0)
+        let timer = GCDTimer(queue: queue, interval: 0.001)
+        timer.repeatInterval = 0.001
+        timer.startHandler { log.mutate { $0.append("start") } }
+        timer.cancelHandler {
+            log.mutate { $0.append("cancel") }
+            cancelled.signal()
+        }
+        let fired = DispatchSemaphore(value: 0)
+        timer.handler {
+            log.mutate { $0.append("fire") }
+            fired.signal()
+        }
+        timer.start()
+        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
+        timer.pause()
+        timer.start()
+        timer.stop()
+        #expect(cancelled.wait(timeout: deadline()) == .success)
+        queue.sync {}
+        let events = log.value
+        #expect(events.first == "start")
+        #expect(events.last == "cancel")
+        #expect(events.filter { $0 == "start" }.count == 1)
+        #expect(events.filter { $0 == "cancel" }.count == 1)
+        #expect(events.filter { $0 == "fire" }.count >= 3)
+    }
+
+    @Test("a one-shot's cancel handler runs after its fire; a timer released unstarted runs cancel but not start")
+    func handlersOnOneShotAndRelease() {
+        let queue = GCDQueue(name: "test.handlers.release")
+        let log = AtomicBox<[String]>([])
+        let cancelled = DispatchSemaphore(value: 0)
+        let oneShot = GCDTimer(queue: queue, interval: 0.001)
+        oneShot.handler { log.mutate { $0.append("fire") } }
+        oneShot.cancelHandler {
+            log.mutate { $0.append("cancel") }
+            cancelled.signal()
+        }
+        oneShot.start()
+        #expect(cancelled.wait(timeout: deadline()) == .success)
+        #expect(log.value == ["fire", "cancel"])
+
+        log.mutate { $0 = [] }
+        do {
+            let unstarted = GCDTimer(queue: queue, interval: 60)
+            unstarted.startHandler { log.mutate { $0.append("start") } }
+            unstarted.cancelHandler {
+                log.mutate { $0.append("cancel") }
+                cancelled.signal()
+            }
+        }
+        #expect(cancelled.wait(timeout: deadline()) == .success)
+        queue.sync {}
+        #expect(log.value == ["cancel"])
+    }
+}
