@@ -20,8 +20,8 @@ import Foundation
 /// let queue = CountingQueue()
 /// CallbackQueue.operationQueue(queue).execute { print("ran") }
 /// queue.base.waitUntilAllOperationsAreFinished()
-/// print(queue.added.value)  // 1
 /// // Prints "ran"
+/// print(queue.added.value)  // 1
 /// ```
 public protocol CallbackOperationQueue: AnyObject, Sendable {
     /// Runs `block` as an operation of this queue.
