@@ -47,12 +47,14 @@ public enum CallbackQueue: Sendable {
         switch self {
         case .mainAsync:
             DispatchQueue.main.async(execute: block)
+            MainQueueDoctor.noteSendToMain()
         case .mainCurrentOrAsync:
             MainQueueHops.runInlineOrHop(block)
         case .untouch:
             block()
         case .dispatch(let queue):
             queue.async(execute: block)
+            MainQueueDoctor.noteSend(to: queue)
         case .operationQueue(let queue):
             queue.addOperation(block)
         }

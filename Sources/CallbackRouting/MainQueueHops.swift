@@ -20,5 +20,6 @@ enum MainQueueHops {
             self.waiting.subtract(1, ordering: .acquiringAndReleasing)
             block()
         }
+        MainQueueDoctor.noteSendToMain()
     }
 }

@@ -18,4 +18,9 @@ package enum MainQueue {
     package static var isCurrent: Bool {
         DispatchQueue.getSpecific(key: self.key) == true
     }
+
+    /// Whether `queue` is the main queue itself, by the key set on it (not by a queue that targets main).
+    package static func isMain(_ queue: DispatchQueue) -> Bool {
+        queue.getSpecific(key: self.key) == true
+    }
 }

@@ -138,6 +138,7 @@ public struct GCDQueue: Sendable, Equatable {
     @inlinable
     public func async(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
         self.dispatchQueue.async(execute: block)
+        if self.marker.isMain { self.noteSendToMain() }
         return self
     }
 
@@ -148,7 +149,14 @@ public struct GCDQueue: Sendable, Equatable {
     @discardableResult
     public func async(_ blocks: [@Sendable () -> Void]) -> GCDQueue {
         for block in blocks { self.dispatchQueue.async(execute: block) }
+        if self.marker.isMain && !blocks.isEmpty { self.noteSendToMain() }
         return self
+    }
+
+    /// Tells ``MainQueueDoctor`` that a block was sent to the main queue.
+    @usableFromInline
+    func noteSendToMain() {
+        MainQueueDoctor.noteSendToMain()
     }
 
     /// Runs `block` on this queue and waits for its result.
@@ -217,6 +225,7 @@ public struct GCDQueue: Sendable, Equatable {
     @discardableResult
     public func barrierAsync(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
         self.dispatchQueue.async(flags: .barrier, execute: block)
+        if self.marker.isMain { self.noteSendToMain() }
         return self
     }
 
@@ -261,6 +270,7 @@ public struct GCDQueue: Sendable, Equatable {
     public func after(_ seconds: Double, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
         guard let delay = Seconds.interval(seconds, "GCDQueue.after: seconds") else { return self }
         self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: block)
+        if self.marker.isMain { self.noteSendToMain() }
         return self
     }
 

@@ -84,6 +84,12 @@ final class QueueMarker: @unchecked Sendable {
         self.standardQueue ?? self.customQueue
     }
 
+    /// Whether this is the main queue's marker.
+    @usableFromInline
+    var isMain: Bool {
+        self.standardQueue != nil && self.isSerial
+    }
+
     /// Whether this is the marker of a queue made by `GCDQueue(name:kind:)`.
     var isCustom: Bool {
         self.standardQueue == nil

@@ -24,7 +24,9 @@ final class TurnEngine: @unchecked Sendable {
             switch self {
             case .thread(let semaphore): semaphore.signal()
             // A job starts with `tookTurnOver()`.
-            case .job(let queue, let job): queue.async { TurnEngine.runJobs(job, on: queue) }
+            case .job(let queue, let job):
+                queue.async { TurnEngine.runJobs(job, on: queue) }
+                MainQueueDoctor.noteSend(to: queue)
             case .task(let continuation): continuation.resume(returning: true)
             }
         }

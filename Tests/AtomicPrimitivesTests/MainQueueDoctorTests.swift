@@ -1,0 +1,103 @@
+import AtomicPrimitives
+import Dispatch
+import Foundation
+import TestSupport
+import Testing
+
+@Suite("MainQueueDoctor", .timeLimit(.minutes(1)))
+struct MainQueueDoctorTests {
+    /// A probe over a queue of the test's own, whose reports are collected.
+    private func makeProbe(
+        target: DispatchQueue,
+        patience: Duration? = .milliseconds(30)
+    ) -> (MainQueueProbe, AtomicBox<[String]>, DispatchSemaphore) {
+        let reports = AtomicBox<[String]>([])
+        let reported = DispatchSemaphore(value: 0)
+        let report: @Sendable (String) -> Void = { message in
+            reports.mutate { $0.append(message) }
+            reported.signal()
+        }
+        let probe = MainQueueProbe(target: { target }, patience: patience, report: report)
+        return (probe, reports, reported)
+    }
+
+    @Test("a target nobody drains is reported once, with the fixes named, however many sends follow")
+    func stuckTargetReportedOnce() {
+        let stuck = DispatchQueue(label: "test.doctor.stuck")
+        stuck.suspend()
+        defer { stuck.resume() }
+        let (probe, reports, reported) = self.makeProbe(target: stuck)
+        probe.noteSend()
+        #expect(reported.wait(timeout: deadline()) == .success)
+        for _ in 0..<100 { probe.noteSend() }
+        #expect(probe.isSettled)
+        #expect(reports.value.count == 1)
+        let message = reports.value.first ?? ""
+        #expect(message.contains("dispatchMain()"))
+        #expect(message.contains("RunLoop.main.run()"))
+        #expect(message.contains("top-level await"))
+        #expect(message.contains("MainQueueDoctor.patience = nil"))
+    }
+
+    @Test("a drained target settles the probe without a report")
+    func drainedTargetSettles() {
+        let drained = DispatchQueue(label: "test.doctor.drained")
+        let (probe, reports, reported) = self.makeProbe(target: drained)
+        probe.noteSend()
+        #expect(eventually { probe.isSettled })
+        // The timer fires after the patience and finds the marker run: give it well past that to report wrongly.
+        #expect(reported.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+        #expect(reports.value.isEmpty)
+        #expect(probe.isWatching == false, "a settled probe no longer watches sends")
+    }
+
+    @Test("with patience nil the probe is off: sends start no watch")
+    func offDoesNothing() {
+        let stuck = DispatchQueue(label: "test.doctor.off")
+        stuck.suspend()
+        defer { stuck.resume() }
+        let (probe, reports, _) = self.makeProbe(target: stuck, patience: nil)
+        probe.noteSend()
+        #expect(probe.isWatching == false)
+        #expect(probe.isSettled == false)
+        #expect(reports.value.isEmpty)
+    }
+
+    @Test("patience must be nil or more than zero: the setter traps with a message")
+    func badPatienceTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            MainQueueDoctor.patience = .zero
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("MainQueueDoctor.patience must be nil or more than zero"))
+    }
+
+    @Test("a block sent to a main queue that nobody drains prints the warning to standard error, once")
+    func warnsOnStandardError() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            MainQueueDoctor.patience = .milliseconds(50)
+            // Keep the main queue from being drained: it is busy with a block until the doctor has spoken.
+            let spoken = DispatchSemaphore(value: 0)
+            DispatchQueue.main.async { _ = spoken.wait(timeout: .now() + 10) }
+            DispatchQueue.main.async {}
+            MainQueueDoctor.noteSendToMain()
+            MainQueueDoctor.noteSendToMain()
+            let limit = DispatchTime.now() + 10
+            while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
+            spoken.signal()
+        }
+        let output = text(result?.standardErrorContent)
+        #expect(output.components(separatedBy: "ConcurrencyKit: a block sent to the main queue").count == 2)
+    }
+
+    #if !canImport(Darwin)
+    @Test("on Linux the doctor is on, with two seconds of patience, and can be switched off")
+    func linuxDefault() async {
+        await #expect(processExitsWith: .success) {
+            guard MainQueueDoctor.patience == .seconds(2) else { exit(1) }
+            MainQueueDoctor.patience = nil
+            guard MainQueueDoctor.patience == nil else { exit(2) }
+        }
+    }
+    #endif
+}
