@@ -15,3 +15,25 @@ struct PipelineTests {
         subscription.cancel()
     }
 }
+
+@Suite("Dashboard: the async API from a @MainActor app target", .timeLimit(.minutes(1)))
+struct DashboardTests {
+    @Test("values, ticks, Queuer.run, withPermit and AsyncOperation work from the main actor")
+    @MainActor
+    func dashboard() async throws {
+        let dashboard = Dashboard()
+        let sensor = CallbackSubject<Double, Never>()
+        let following = Task { await dashboard.follow(sensor) }
+        while sensor.subscriberCount == 0 { await Task.yield() }
+        sensor.send(20.5)
+        sensor.send(21.0)
+        sensor.send(completion: .finished)
+        await following.value
+        #expect(dashboard.readings == [20.5, 21.0])
+        await dashboard.countTicks(3)
+        #expect(dashboard.ticks == 3)
+        try await dashboard.refresh(count: 4)
+        #expect(dashboard.total == 10)
+        #expect(try await nonisolatedTour() == 42)
+    }
+}
