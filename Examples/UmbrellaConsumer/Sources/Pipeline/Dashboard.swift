@@ -34,7 +34,7 @@ public final class Dashboard {
         }
     }
 
-    /// Downloads 1...`count` under the Queuer's limit and at most two connections, with a retried flaky step.
+    /// Downloads `1...count` under the Queuer's limit and at most two connections, then runs a retried flaky step.
     public func refresh(count: Int) async throws {
         let connections = self.connections
         var total = 0
