@@ -14,6 +14,16 @@ DispatchQueue.global().async {
     OperationQueuingScene.run()
     CallbackRoutingScene.run()
     DownloadPipelineTour.run()
+    let asyncDone = DispatchSemaphore(value: 0)
+    Task {
+        do {
+            try await AsyncScene.run()
+        } catch {
+            print("async scene failed: \(error)")
+        }
+        asyncDone.signal()
+    }
+    asyncDone.wait()
     print("\nDone.")
     exit(0)
 }
