@@ -22,7 +22,10 @@ enum AsyncScene {
             for _ in 0..<6 {
                 group.addTask {
                     try await connections.withPermit {
-                        gauge.mutate { $0.inside += 1; $0.peak = max($0.peak, $0.inside) }
+                        gauge.mutate { state in
+                            state.inside += 1
+                            state.peak = max(state.peak, state.inside)
+                        }
                         try await Task.sleep(for: .milliseconds(20))
                         gauge.mutate { $0.inside -= 1 }
                     }

@@ -44,6 +44,7 @@ public final class GCDTimer: @unchecked Sendable {
     /// The iterations of ``ticks`` in progress, by registration number.
     private var tickListeners: [Int: AsyncStream<DispatchTime>.Continuation] = [:]
     private var lastTickListener = 0
+    private var wasStopped = false
 
     /// The queue the handler runs on.
     public let queue: GCDQueue
@@ -213,9 +214,18 @@ public final class GCDTimer: @unchecked Sendable {
         }
     }
 
-    /// Stops the timer for good; iterations of ``ticks`` end.
+    /// Stops the timer for good; iterations of ``ticks`` end, without the fires they have not taken yet.
     public func stop() {
-        for listener in self.lock.withLock({ self.finish() }) { listener.finish() }
+        let listeners = self.lock.withLock {
+            self.wasStopped = true
+            return self.finish()
+        }
+        for listener in listeners { listener.finish() }
+    }
+
+    /// Whether ``stop()`` was called.
+    var isStopped: Bool {
+        self.lock.withLock { self.wasStopped }
     }
 
     /// The times the timer fires, as an `AsyncSequence` that ends when the timer stops or finishes.
@@ -234,8 +244,9 @@ public final class GCDTimer: @unchecked Sendable {
     ///
     /// Each iteration receives the fires from its start on, besides the ``handler(_:)``, which still runs. A loop
     /// slower than the timer gets the latest fire time only, not a backlog. The loop ends after a one-shot timer's
-    /// fire, at ``stop()``, and when the timer is released: the iteration does not keep the timer alive. Leaving the
-    /// loop, or cancelling its task, ends the iteration.
+    /// fire, and at ``stop()`` or when the timer is released: from then on it gets no fire, not even one that came
+    /// before but was not taken yet. The iteration does not keep the timer alive. Leaving the loop, or cancelling its
+    /// task, ends the iteration.
     public var ticks: GCDTimerTicks {
         GCDTimerTicks(timer: self)
     }
