@@ -15,7 +15,7 @@ struct MainQueueDoctorRoutesTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [route] in
             MainQueueDoctor.patience = .milliseconds(50)
             let spoken = DispatchSemaphore(value: 0)
-            DispatchQueue.main.async { _ = spoken.wait(timeout: .now() + 10) }  // main is busy: not drained
+            DispatchQueue.main.async { _ = spoken.wait(timeout: .now() + 60) }  // main is busy: not drained
             let value = QueueSafeValue(value: 0)
             switch route {
             case 0: CallbackQueue.mainAsync.execute {}
@@ -25,13 +25,16 @@ struct MainQueueDoctorRoutesTests {
             case 4: GCDQueue.main.after(0) {}
             default: value.async(performIn: .main).lowestPriority.set(accessClosure: { $0 += 1 })
             }
-            let limit = DispatchTime.now() + 10
+            let limit = DispatchTime.now() + 30
             while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
             spoken.signal()
             guard MainQueueDoctor.probe.isSettled else { exit(3) }
         }
         let output = text(result?.standardErrorContent)
-        #expect(output.contains("ConcurrencyKit: a block sent to the main queue has not started"))
+        #expect(
+            output.contains("ConcurrencyKit: a block sent to the main queue has not started"),
+            "route \(route): the child's standard error was: \(output)"
+        )
     }
 
     @Test("blocks sent to other queues start no watch")

@@ -37,6 +37,50 @@ final class QueueCounter: @unchecked Sendable {  // Safety: `value` is only touc
     @inline(__always) func increment() { queue.sync { value &+= 1 } }
 }
 
+/// groue/Semaphore's design, written here so that the library's async face has its baseline in the same process: a
+/// lock, a count, and a line of continuations.
+final class ContinuationSemaphore: @unchecked Sendable {  // Safety: every var is only touched while `lock` is held.
+    private let lock = NSLock()
+    private var value: Int
+    private var waiters: [UnsafeContinuation<Void, Never>] = []
+    /// Signals that found the count negative before their waiter had joined the line.
+    private var earlyResumes = 0
+
+    init(value: Int) { self.value = value }
+
+    func wait() async {
+        let passes = self.lock.withLock { () -> Bool in
+            self.value -= 1
+            return self.value >= 0
+        }
+        if passes { return }
+        await withUnsafeContinuation { continuation in
+            let resumeNow = self.lock.withLock { () -> Bool in
+                if self.earlyResumes > 0 {
+                    self.earlyResumes -= 1
+                    return true
+                }
+                self.waiters.append(continuation)
+                return false
+            }
+            if resumeNow { continuation.resume() }
+        }
+    }
+
+    func signal() {
+        let waiter = self.lock.withLock { () -> UnsafeContinuation<Void, Never>? in
+            self.value += 1
+            guard self.value <= 0 else { return nil }
+            if self.waiters.isEmpty {
+                self.earlyResumes += 1
+                return nil
+            }
+            return self.waiters.removeFirst()
+        }
+        waiter?.resume()
+    }
+}
+
 /// Runs `operation` `perIteration` times on the benchmark thread and on a second thread at once.
 @inline(__always)
 func onTwoThreads(_ perIteration: Int, _ operation: @escaping @Sendable () -> Void) {
@@ -123,5 +167,23 @@ let benchmarks: @Sendable () -> Void = {
         benchmark.startMeasurement()
         onTwoThreads(benchmark.scaledIterations.count) { box.mutate { $0 &+= 1 } }
         blackHole(box.value)
+    }
+
+    // Async wait and signal, uncontended: a resource is always free.
+    Benchmark("baseline continuation semaphore async wait+signal", configuration: uncontended) { benchmark async in
+        let semaphore = ContinuationSemaphore(value: 1)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            await semaphore.wait()
+            semaphore.signal()
+        }
+    }
+    Benchmark("CountingSemaphore async wait+signal", configuration: uncontended) { benchmark async in
+        let semaphore = CountingSemaphore(.binary)
+        benchmark.startMeasurement()
+        for _ in benchmark.scaledIterations {
+            try? await semaphore.wait()
+            semaphore.signal()
+        }
     }
 }

@@ -25,6 +25,13 @@ let benchmarks: @Sendable () -> Void = {
         for operation in operations { queuer.addOperation(operation) }
         queuer.waitUntilAllOperationsAreFinished()
     }
+    Benchmark("Queuer 10000 empty AsyncOperations", configuration: batches) { benchmark in
+        let queuer = Queuer(name: "bench.async")
+        let operations = (0..<10_000).map { _ in AsyncOperation { _ in } }
+        benchmark.startMeasurement()
+        for operation in operations { queuer.addOperation(operation) }
+        queuer.waitUntilAllOperationsAreFinished()
+    }
     Benchmark("baseline 100 ConcurrentOperations added directly", configuration: batches) { benchmark in
         let queuer = Queuer(name: "bench.direct")
         let operations = (0..<100).map { _ in ConcurrentOperation { _ in } }

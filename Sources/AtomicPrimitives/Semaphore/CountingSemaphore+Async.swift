@@ -8,7 +8,22 @@ extension CountingSemaphore {
     /// - Throws: `CancellationError` if the task is cancelled before it gets a resource; the call then holds no
     ///   resource, and no resource is lost. A task that is already cancelled throws at once. A resource granted before
     ///   the cancellation is kept, and the call returns normally: give it back with ``signal()``.
+    @inlinable
     public func wait() async throws {
+        // The common case, a free resource, is a plain call inlined into the caller: no async frame.
+        if self.takeIfFreeForTask() { return }
+        try await self.waitInLine()
+    }
+
+    /// Takes a free resource for a task that is not cancelled; `false` if it must wait, or throw.
+    @usableFromInline
+    func takeIfFreeForTask() -> Bool {
+        !Task.isCancelled && self.takeIfFree()
+    }
+
+    /// The rest of ``wait()-18n0z``: throws if the task is cancelled, waits in line otherwise.
+    @usableFromInline
+    func waitInLine() async throws {
         if await self.take(timeout: nil) != .granted { throw CancellationError() }
     }
 
@@ -41,16 +56,20 @@ extension CountingSemaphore {
         return try await body()
     }
 
+    /// Takes a resource if one is free right now.
+    @inline(__always)
+    private func takeIfFree() -> Bool {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        guard self.available > 0 else { return false }
+        self.available -= 1
+        return true
+    }
+
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line.
     private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
         if Task.isCancelled { return .cancelled }
-        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        if self.available > 0 {
-            self.available -= 1
-            self.core.unlock()
-            return .granted
-        }
-        self.core.unlock()
+        if self.takeIfFree() { return .granted }
         if let timeout, timeout <= .zero { return .timedOut }
         let waiter = SemaphoreWaiter(state: .arriving)
         return await withTaskCancellationHandler {

@@ -23,7 +23,8 @@ import Foundation
 /// - The operation holds its place in its queue, and counts against the queue's concurrency limit, until the body
 ///   has returned, but holds no thread while the body is suspended.
 ///
-/// The body runs in a task of its own, with the priority that matches the operation's `qualityOfService`.
+/// The body runs in a task of its own, with the priority that matches the operation's `qualityOfService`; the task
+/// starts on the operation's thread, and moves to the global concurrent pool at its first suspension.
 /// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end.
 open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
@@ -33,7 +34,7 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
 
     // Safety: the running task and the last error are in an AtomicBox.
     private let attempt = AtomicBox(Attempt())
-    private let body: @Sendable (AsyncOperation) async throws -> Void
+    private let body: nonisolated(nonsending) @Sendable (AsyncOperation) async throws -> Void
 
     /// Creates an operation that runs `body` in each attempt.
     ///
@@ -41,7 +42,10 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     ///   - name: The operation's name, for logs and debugging.
     ///   - body: The work of one attempt; it gets the operation, to read ``ConcurrentOperation/currentAttempt``.
     ///     Returning ends the attempt successfully; throwing ends it unsuccessfully.
-    public init(name: String? = nil, body: @escaping @Sendable (AsyncOperation) async throws -> Void) {
+    public init(
+        name: String? = nil,
+        body: nonisolated(nonsending) @escaping @Sendable (AsyncOperation) async throws -> Void
+    ) {
         self.body = body
         super.init(name: name)
         super.manualFinish = true
@@ -61,20 +65,31 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     }
 
     /// Runs one attempt: starts a task that runs the body, then ends the attempt with its outcome.
+    ///
+    /// The task starts at once on the operation's thread (`Task.immediate`), so that a body that does not suspend
+    /// costs no hop to another thread; after its first suspension it goes on in the global concurrent pool.
     override open func execute() {
         let priority = TaskPriority(self.qualityOfService)
-        let task = Task(priority: priority) {
-            do {
-                try await self.body(self)
-                self.attempt.mutate { $0.error = nil }
-                self.finish(success: true)
-            } catch {
-                self.attempt.mutate { $0.error = error }
-                self.finish(success: false)
-            }
+        let task: Task<Void, Never>
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            task = Task.immediate(priority: priority) { await self.runAttempt() }
+        } else {
+            task = Task(priority: priority) { await self.runAttempt() }
         }
         self.attempt.mutate { $0.task = task }
         if self.isCancelled { task.cancel() }  // a cancel() that came before the task was recorded
+    }
+
+    /// Runs the body and ends the attempt with its outcome, on the executor of the task that runs it.
+    private nonisolated(nonsending) func runAttempt() async {
+        do {
+            try await self.body(self)
+            self.attempt.mutate { $0.error = nil }
+            self.finish(success: true)
+        } catch {
+            self.attempt.mutate { $0.error = error }
+            self.finish(success: false)
+        }
     }
 
     /// Cancels the operation and the running attempt's task.
