@@ -30,7 +30,7 @@ struct MainQueueDoctorTests {
         probe.noteSend()
         #expect(reported.wait(timeout: deadline()) == .success)
         for _ in 0..<100 { probe.noteSend() }
-        #expect(probe.isSettled)
+        #expect(eventually { probe.isSettled }, "settled once the report has been made")
         #expect(reports.value.count == 1)
         let message = reports.value.first ?? ""
         #expect(message.contains("dispatchMain()"))

@@ -12,6 +12,8 @@ package final class MainQueueProbe: Sendable {
         case idle
         /// A marker waits on the target.
         case watching
+        /// The patience ran out: the report is being made.
+        case reporting
         /// The target was seen drained, or the report was made: nothing more to do.
         case settled
     }
@@ -48,7 +50,7 @@ package final class MainQueueProbe: Sendable {
         self.phase.load(ordering: .relaxed) == Phase.idle.rawValue && self.patience != nil
     }
 
-    /// Whether the probe has settled: the target was seen drained, or the report was made.
+    /// Whether the probe has settled: the target was seen drained, or the report has been made.
     package var isSettled: Bool {
         self.phase.load(ordering: .acquiring) == Phase.settled.rawValue
     }
@@ -64,7 +66,12 @@ package final class MainQueueProbe: Sendable {
             ).exchanged
         else { return }
         self.target().async {
-            self.phase.store(Phase.settled.rawValue, ordering: .releasing)
+            // Drained: settled, unless the report has begun (it settles the probe when it is made).
+            _ = self.phase.compareExchange(
+                expected: Phase.watching.rawValue,
+                desired: Phase.settled.rawValue,
+                ordering: .acquiringAndReleasing
+            )
         }
         let (seconds, attoseconds) = patience.components
         let delay: DispatchTimeInterval =
@@ -74,10 +81,12 @@ package final class MainQueueProbe: Sendable {
         DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
             let stuck = self.phase.compareExchange(
                 expected: Phase.watching.rawValue,
-                desired: Phase.settled.rawValue,
+                desired: Phase.reporting.rawValue,
                 ordering: .acquiringAndReleasing
             ).exchanged
-            if stuck { self.report(MainQueueDoctor.warning(after: patience)) }
+            guard stuck else { return }
+            self.report(MainQueueDoctor.warning(after: patience))
+            self.phase.store(Phase.settled.rawValue, ordering: .releasing)
         }
     }
 }
