@@ -97,12 +97,20 @@ struct CountingSemaphoreAsyncTests {
                 withTimeout ? await semaphore.wait(timeout: .seconds(30)) : ((try? await semaphore.wait()) != nil)
             }
             #expect(await suspendUntil { semaphore.waiterCount == 1 })
-            // Two threads released together: one signals, one cancels, each after a random few spins.
+            // Two pooled threads released together: one signals, one cancels, each after a random few spins. (Pooled,
+            // not new threads: hundreds of short-lived threads per test strain the sanitizers.)
             let flag = SpinFlag()
-            runOnThreads(2) { index in
-                for _ in 0..<Int.random(in: 0..<200) { flag.pause() }
-                if index == 0 { semaphore.signal() } else { waiter.cancel() }
+            let finished = AtomicBox(0)
+            for index in 0..<2 {
+                DispatchQueue.global().async {
+                    _ = flag.spin(until: 1)
+                    for _ in 0..<Int.random(in: 0..<200) { flag.pause() }
+                    if index == 0 { semaphore.signal() } else { waiter.cancel() }
+                    finished.mutate { $0 += 1 }
+                }
             }
+            flag.set(1)
+            #expect(await suspendUntil { finished.value == 2 })
             let gotIt = await waiter.value
             let free = self.freeResources(semaphore)
             #expect((gotIt ? 1 : 0) + free == 1, "granted: \(gotIt), free afterwards: \(free)")

@@ -23,9 +23,14 @@ struct MainQueueDoctorTests {
 
     @Test("a target nobody drains is reported once, with the fixes named, however many sends follow")
     func stuckTargetReportedOnce() {
+        // Stuck: busy with a block until the end of the test, then drained before the queue is released.
         let stuck = DispatchQueue(label: "test.doctor.stuck")
-        stuck.suspend()
-        defer { stuck.resume() }
+        let unblock = DispatchSemaphore(value: 0)
+        stuck.async { _ = unblock.wait(timeout: deadline()) }
+        defer {
+            unblock.signal()
+            stuck.sync {}
+        }
         let (probe, reports, reported) = self.makeProbe(target: stuck)
         probe.noteSend()
         #expect(reported.wait(timeout: deadline()) == .success)
@@ -45,6 +50,7 @@ struct MainQueueDoctorTests {
         let (probe, reports, reported) = self.makeProbe(target: drained)
         probe.noteSend()
         #expect(eventually { probe.isSettled })
+        drained.sync {}  // the marker has run: the queue is released with nothing pending
         // The timer fires after the patience and finds the marker run: give it well past that to report wrongly.
         #expect(reported.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
         #expect(reports.value.isEmpty)
@@ -53,10 +59,8 @@ struct MainQueueDoctorTests {
 
     @Test("with patience nil the probe is off: sends start no watch")
     func offDoesNothing() {
-        let stuck = DispatchQueue(label: "test.doctor.off")
-        stuck.suspend()
-        defer { stuck.resume() }
-        let (probe, reports, _) = self.makeProbe(target: stuck, patience: nil)
+        let target = DispatchQueue(label: "test.doctor.off")
+        let (probe, reports, _) = self.makeProbe(target: target, patience: nil)
         probe.noteSend()
         #expect(probe.isWatching == false)
         #expect(probe.isSettled == false)
