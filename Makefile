@@ -19,13 +19,13 @@ build:
 test: lint build unit tsan asan examples snippets docs
 
 unit:
-	$(SWIFT) test $(STRICT)
+	scripts/run-suite.sh $(SWIFT) test $(STRICT)
 
 tsan:
-	$(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 asan:
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
+	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
 ## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
 examples:
