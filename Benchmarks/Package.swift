@@ -28,13 +28,30 @@ let package = Package(
     dependencies: [
         .package(name: "ConcurrencyKit", path: "../"),
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        // The alternatives users would pick instead, for the consumer-shape comparison only.
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: benchmarkTargets + [
+        // ConcurrencyKit as an app uses it, through the umbrella, next to the alternatives.
+        .executableTarget(
+            name: "ConsumerBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "ConcurrencyKit", package: "ConcurrencyKit"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                "BenchmarkSupport",
+            ],
+            path: "Benchmarks/ConsumerBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: [.product(name: "Benchmark", package: "benchmark")],
             path: "Benchmarks/BenchmarkSupport",
             swiftSettings: [.swiftLanguageMode(.v6)]
-        )
+        ),
     ]
 )

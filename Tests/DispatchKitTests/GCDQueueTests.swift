@@ -159,20 +159,30 @@ struct GCDQueueTests {
     }
 
     @Test(
-        "iterate runs every index once and returns after all of them",
-        arguments: [GCDQueue.Kind.serial, .concurrent]
+        "iterate runs every index once and returns after all of them, for counts below, at and above the core count",
+        arguments: [GCDQueue.Kind.serial, .concurrent],
+        [0, 1, 2, 3, 1000]
     )
-    func iterate(kind: GCDQueue.Kind) {
+    func iterate(kind: GCDQueue.Kind, count: Int) {
         let queue = GCDQueue(name: "test.iterate", kind: kind)
         let seen = AtomicBox<[Int]>([])
-        queue.iterate(100) { index in seen.mutate { $0.append(index) } }
-        #expect(seen.value.sorted() == Array(0..<100))
+        queue.iterate(count) { index in seen.mutate { $0.append(index) } }
+        #expect(seen.value.sorted() == Array(0..<count))
         let inline = queue.sync { () -> [Int] in
             let inner = AtomicBox<[Int]>([])
             queue.iterate(5) { index in inner.mutate { $0.append(index) } }
             return inner.value
         }
         #expect(inline.sorted() == [0, 1, 2, 3, 4], "called inside its own queue it runs inline")
+    }
+
+    @Test("iterate with a negative count traps with a message naming the count")
+    func iterateNegativeCountTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            GCDQueue(name: "test.iterate.negative", kind: .concurrent).iterate(-1) { _ in }
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("GCDQueue.iterate: count must be 0 or more, got -1"))
     }
 }
 

@@ -81,17 +81,6 @@ final class ContinuationSemaphore: @unchecked Sendable {  // Safety: every var i
     }
 }
 
-/// Runs `operation` `perIteration` times on the benchmark thread and on a second thread at once.
-@inline(__always)
-func onTwoThreads(_ perIteration: Int, _ operation: @escaping @Sendable () -> Void) {
-    let helper = DispatchGroup()
-    DispatchQueue.global().async(group: helper) {
-        for _ in 0..<perIteration { operation() }
-    }
-    for _ in 0..<perIteration { operation() }
-    helper.wait()
-}
-
 let benchmarks: @Sendable () -> Void = {
     // Uncontended increments.
     Benchmark("baseline pthread_mutex increment", configuration: uncontended) { benchmark in

@@ -1,6 +1,7 @@
 // What several benchmark targets share: the same-process baselines and the measurement configurations.
 
 import Benchmark
+import Dispatch
 
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -39,6 +40,17 @@ public final class RawMutexCounter: @unchecked Sendable {  // Safety: `value` is
         defer { pthread_mutex_unlock(mutex) }
         return value
     }
+}
+
+/// Runs `operation` `perIteration` times on the benchmark thread and on a second thread at once.
+@inlinable
+public func onTwoThreads(_ perIteration: Int, _ operation: @escaping @Sendable () -> Void) {
+    let helper = DispatchGroup()
+    DispatchQueue.global().async(group: helper) {
+        for _ in 0..<perIteration { operation() }
+    }
+    for _ in 0..<perIteration { operation() }
+    helper.wait()
 }
 
 /// 1,000 operations per measured iteration, on one thread; wall clock and mallocs.
