@@ -40,6 +40,13 @@ public enum CallbackQueue: Sendable {
     /// Adds the block to `queue` as an operation: an `OperationQueue`, or any ``CallbackOperationQueue``.
     case operationQueue(any CallbackOperationQueue)
 
+    /// Whether this is ``untouch``: callbacks run inline, on the calling thread.
+    @inlinable
+    var isUntouch: Bool {
+        if case .untouch = self { return true }
+        return false
+    }
+
     /// Runs `block` on this route.
     ///
     /// - Parameter block: The callback; which thread and queue it runs on is the case's to say.

@@ -286,6 +286,32 @@ struct CallbackSubjectReentrancyTests {
         }
     }
 
+    @Test("a subscriber cancelled while an earlier subscriber's callback runs that send gets no callback for it")
+    func cancelledBetweenClaimAndDelivery() {
+        // The send has put the value in both mailboxes and delivers them in turn on its own thread: B's value is
+        // claimed, but B's delivery has not started while A's callback runs. Cancelling B then must win.
+        let subject = CallbackSubject<Int, Never>()
+        let insideA = DispatchSemaphore(value: 0)
+        let cancelledB = DispatchSemaphore(value: 0)
+        let a = subject.subscribe { _ in
+            insideA.signal()
+            _ = cancelledB.wait(timeout: deadline())
+        }
+        let callsToB = AtomicBox(0)
+        let b = subject.subscribe { _ in callsToB.mutate { $0 += 1 } }
+        let sent = DispatchSemaphore(value: 0)
+        onNewThread {
+            subject.send(1)
+            sent.signal()
+        }
+        #expect(insideA.wait(timeout: deadline()) == .success)
+        b.cancel()
+        cancelledB.signal()
+        #expect(sent.wait(timeout: deadline()) == .success)
+        #expect(callsToB.value == 0, "B's callback ran after its cancel() returned")
+        withExtendedLifetime(a) {}
+    }
+
     @Test(
         "cancel() from inside the subscriber's own callback returns at once, on every route",
         arguments: Route.allCases

@@ -22,12 +22,17 @@
 ///   completion reach every subscriber before it.
 /// - No subscriber is called while the subject's lock is held, so a callback may send, subscribe or cancel.
 public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
-    private struct State {
-        var subscribers: [SubjectSubscriber<Output, Failure>] = []
-        var completion: SubjectCompletion<Failure>?
+    @usableFromInline
+    struct State: Sendable {
+        @usableFromInline var subscribers: [SubjectSubscriber<Output, Failure>] = []
+        @usableFromInline var completion: SubjectCompletion<Failure>?
+
+        @usableFromInline
+        init() {}
     }
 
-    private let state = AtomicBox(State())
+    @usableFromInline
+    let state = AtomicBox(State())
 
     /// Creates a subject with no subscribers.
     public init() {}
@@ -93,13 +98,29 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     /// Sends `value` to every current subscriber; ignored after a completion.
     ///
     /// - Parameter value: The value; each subscriber receives it on its own queue.
+    @inlinable
     public func send(_ value: Output) {
         // Into every mailbox under the lock, so that every subscriber sees sends in one order; delivered outside it.
-        let subscribers = self.state.mutate { state in
-            for subscriber in state.subscribers { subscriber.enqueue(.value(value)) }
-            return state.subscribers
+        // The first 64 subscribers' drains this send must start are noted in a bit mask, which saves each of them a
+        // second lock; any others are started as a completion's are.
+        let (subscribers, starts) = self.state.mutate { state -> ([SubjectSubscriber<Output, Failure>], UInt64) in
+            var starts: UInt64 = 0
+            for (index, subscriber) in state.subscribers.enumerated() {
+                if index < UInt64.bitWidth {
+                    if subscriber.enqueueClaimingDrain(value) { starts |= 1 << index }
+                } else {
+                    subscriber.enqueue(.value(value))
+                }
+            }
+            return (state.subscribers, starts)
         }
-        for subscriber in subscribers { subscriber.startDrainIfScheduled() }
+        for (index, subscriber) in subscribers.enumerated() {
+            if index < UInt64.bitWidth {
+                if starts & (1 << index) != 0 { subscriber.startDrain(delivering: value) }
+            } else {
+                subscriber.startDrainIfScheduled()
+            }
+        }
     }
 
     /// Ends the subject: every subscriber receives `completion`, and later sends are ignored.

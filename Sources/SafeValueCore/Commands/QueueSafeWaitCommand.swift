@@ -116,15 +116,15 @@ public struct QueueSafeWaitCommand<Value> {
 
     // MARK: Running
 
-    /// The storage, or the error that stops the command before it runs; the holder's absence wins.
+    /// The error that stops the command before it runs, if any: the holder's absence, then re-entry.
+    ///
+    /// Straight-line code on the storage the command already holds, so that the uncontended command neither retains
+    /// it again nor builds a closure context.
     @inlinable
-    func storage(
-        closureMissing: Bool = false
-    ) -> Result<ValueStorage<Value>, QueueSafeValueError> {
-        guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
-        if closureMissing { return .failure(.commandClosureDeallocated) }
-        if storage.engine.isReentrantOnCurrentThread { return .failure(.reentrantWait) }
-        return .success(storage)
+    var refusal: QueueSafeValueError? {
+        if !self.storage.engine.isHolderAlive { return .valueContainerDeinited }
+        if self.storage.engine.isReentrantOnCurrentThread { return .reentrantWait }
+        return nil
     }
 
     @inlinable
@@ -134,11 +134,11 @@ public struct QueueSafeWaitCommand<Value> {
 
     @inlinable
     func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
-        self.storage().map { storage in
-            storage.engine.acquireBlocking(self.priority)
-            defer { storage.engine.release()?.grant() }
-            return storage.runClosure(body)
-        }
+        if let refusal = self.refusal { return .failure(refusal) }
+        let engine = self.storage.engine
+        engine.acquireBlocking(self.priority)
+        defer { engine.release()?.grant() }
+        return .success(self.storage.runClosure(body))
     }
 
     @inlinable
@@ -155,16 +155,16 @@ public struct QueueSafeWaitCommand<Value> {
     func performManually(
         _ body: (inout Value, @escaping CommandCompletionClosure) -> Void
     ) -> Result<Value, QueueSafeValueError> {
-        self.storage().map { storage in
-            storage.engine.acquireBlocking(self.priority)
-            defer { storage.engine.release()?.grant() }
-            let ended = CountingSemaphore(.barrier)
-            let latch = CompletionLatch { ended.signal() }
-            storage.runClosure { value in body(&value, latch.done) }
-            latch.closureReturned()
-            ended.wait()
-            return storage.value
-        }
+        if let refusal = self.refusal { return .failure(refusal) }
+        let storage = self.storage
+        storage.engine.acquireBlocking(self.priority)
+        defer { storage.engine.release()?.grant() }
+        let ended = CountingSemaphore(.barrier)
+        let latch = CompletionLatch { ended.signal() }
+        storage.runClosure { value in body(&value, latch.done) }
+        latch.closureReturned()
+        ended.wait()
+        return .success(storage.value)
     }
 }
 

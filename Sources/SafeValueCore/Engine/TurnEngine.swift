@@ -12,7 +12,7 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     enum Waiter {
         /// A thread blocked in a `wait` command.
-        case thread(CountingSemaphore)
+        case thread(ParkedThread)
         /// An `async` command: its job is sent to its queue. A job runs the command and returns the waiter that now
         /// holds the turn, for ``TurnEngine/runJobs(_:on:)`` to continue with.
         case job(DispatchQueue, @Sendable () -> Waiter?)
@@ -22,7 +22,7 @@ final class TurnEngine: @unchecked Sendable {
         @usableFromInline
         func grant() {
             switch self {
-            case .thread(let semaphore): semaphore.signal()
+            case .thread(let thread): thread.grant()
             // A job starts with `tookTurnOver()`.
             case .job(let queue, let job):
                 queue.async { TurnEngine.runJobs(job, on: queue) }
@@ -49,10 +49,12 @@ final class TurnEngine: @unchecked Sendable {
     private var nextWaiterID: UInt64 = 0
 
     /// The thread running one of the value's command closures, or 0.
-    private let closureThread = Atomic<UInt>(0)
+    @usableFromInline
+    let closureThread = Atomic<UInt>(0)
 
     /// Whether the value's holder still exists: commands issued after it was released fail.
-    private let holderIsAlive = Atomic<Bool>(true)
+    @usableFromInline
+    let holderIsAlive = Atomic<Bool>(true)
 
     @usableFromInline
     init() {}
@@ -105,15 +107,30 @@ final class TurnEngine: @unchecked Sendable {
         if !self.tryAcquire() { self.acquireBlockingSlowly(priority) }
     }
 
+    /// The turn is taken: waits for it, first by watching for it to come free while nobody is queued, then in the
+    /// queue.
+    ///
+    /// Taking a turn that comes free while no command is queued keeps the contract — every queued command still runs
+    /// in its order — and saves two threads that take turns a wake-up per command, as an adaptive mutex does.
     @usableFromInline
     func acquireBlockingSlowly(_ priority: CommandPriority) {
-        let semaphore = CountingSemaphore(.barrier)
-        let acquired = self.lock.withLock { self.acquireOrEnqueue(.thread(semaphore), priority: priority) }
+        watching: for _ in 0..<Self.looksBeforeQueueing {
+            switch self.turn.load(ordering: .relaxed) {
+            case Self.free: if self.tryAcquire() { return }
+            case Self.held: continue
+            default: break watching  // commands are queued: join them
+            }
+        }
+        let thread = ParkedThread()
+        let acquired = self.lock.withLock { self.acquireOrEnqueue(.thread(thread), priority: priority) }
         if !acquired {
-            semaphore.wait()
+            thread.waitForGrant()
             self.tookTurnOver()
         }
     }
+
+    /// How many times a blocking command looks for a free turn before it queues: about a microsecond.
+    private static let looksBeforeQueueing = 2000
 
     /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
     ///
@@ -216,7 +233,7 @@ final class TurnEngine: @unchecked Sendable {
     }
 
     /// Whether the holder still exists.
-    @usableFromInline
+    @inlinable
     var isHolderAlive: Bool {
         self.holderIsAlive.load(ordering: .acquiring)
     }
@@ -224,7 +241,7 @@ final class TurnEngine: @unchecked Sendable {
     // MARK: Command closures
 
     /// Records that a command closure starts on the calling thread; returns what to pass to ``closureEnded(_:)``.
-    @usableFromInline
+    @inlinable
     func closureStarted() -> UInt {
         // Only the turn holder writes this, so a load and a store do what an exchange would, for less.
         let previous = self.closureThread.load(ordering: .relaxed)
@@ -233,7 +250,7 @@ final class TurnEngine: @unchecked Sendable {
     }
 
     /// Records that the command closure started by ``closureStarted()`` has ended.
-    @usableFromInline
+    @inlinable
     func closureEnded(_ previous: UInt) {
         self.closureThread.store(previous, ordering: .relaxed)
     }
@@ -244,10 +261,16 @@ final class TurnEngine: @unchecked Sendable {
     /// Inside a command closure the value is held, so waiting for it would deadlock. Inside a completion the queue
     /// is held: on a serial queue, the command holding the value or next in line may be one whose job must run on
     /// that same queue, so waiting would deadlock too.
-    @usableFromInline
+    @inlinable
     var isReentrantOnCurrentThread: Bool {
         self.closureThread.load(ordering: .relaxed) == currentThreadID()
-            || (self.runningCompletions.load(ordering: .relaxed) > 0 && Self.completions.contains(self.id))
+            || (self.runningCompletions.load(ordering: .relaxed) > 0 && self.isInsideOwnCompletion)
+    }
+
+    /// Whether one of this value's `async` completions runs on the calling thread.
+    @usableFromInline
+    var isInsideOwnCompletion: Bool {
+        Self.completions.contains(self.id)
     }
 
     // MARK: Completions
@@ -259,7 +282,8 @@ final class TurnEngine: @unchecked Sendable {
     ///
     /// A `wait` looks up the per-thread record only while this is above 0: a thread inside one of the completions
     /// has raised it itself, so a relaxed load sees it, and the usual `wait` pays no thread-local look-up.
-    private let runningCompletions = Atomic<Int>(0)
+    @usableFromInline
+    let runningCompletions = Atomic<Int>(0)
 
     /// This engine's identity in ``completions``.
     private var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }

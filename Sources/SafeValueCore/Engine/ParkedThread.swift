@@ -1,0 +1,62 @@
+import AtomicPrimitives
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A thread in a `wait` command that queued for the turn: it watches for the grant a short while, then sleeps.
+///
+/// Handing the turn to a thread that already sleeps costs a wake-up, tens of microseconds on a VM; two threads taking
+/// turns on one value would pay one per command. Watching first lets a command that is granted soon (the usual
+/// case: the holder's closure is short) go on without ever sleeping.
+@usableFromInline
+final class ParkedThread: Sendable {
+    private static let watching = 0
+    private static let granted = 1
+    private static let sleeping = 2
+
+    /// How many times the waiter looks for its grant before it starts yielding its CPU: about a microsecond.
+    private static let looks = 200
+    /// How many times it yields its CPU and looks again before it sleeps: longer than a sleeping thread takes to wake,
+    /// so that two threads taking turns do not settle into waking each other for every command.
+    private static let yields = 64
+
+    private let state = Atomic<Int>(ParkedThread.watching)
+    private let wakeUp = CountingSemaphore(.barrier)
+
+    init() {}
+
+    /// Returns once ``grant()`` was called: at once if it was already.
+    func waitForGrant() {
+        for _ in 0..<Self.looks {
+            if self.state.load(ordering: .acquiring) == Self.granted { return }
+        }
+        for _ in 0..<Self.yields {
+            yieldProcessor()
+            if self.state.load(ordering: .acquiring) == Self.granted { return }
+        }
+        let slept = self.state.compareExchange(
+            expected: Self.watching,
+            desired: Self.sleeping,
+            ordering: .acquiringAndReleasing
+        )
+        if slept.exchanged { self.wakeUp.wait() }
+    }
+
+    /// Gives the turn to the waiting thread, waking it if it sleeps.
+    func grant() {
+        if self.state.exchange(Self.granted, ordering: .acquiringAndReleasing) == Self.sleeping {
+            self.wakeUp.signal()
+        }
+    }
+}
+
+/// Lets another thread run on this CPU, if one is ready.
+private func yieldProcessor() {
+    _ = sched_yield()
+}
