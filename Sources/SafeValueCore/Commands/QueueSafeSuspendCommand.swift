@@ -81,9 +81,14 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
         isolation: isolated (any Actor)?,
         _ body: (inout Value) -> Success
     ) async -> Result<Success, QueueSafeValueError> {
-        guard let storage = self.storage.ifHolderAlive else { return .failure(.valueContainerDeinited) }
-        guard await storage.engine.acquireSuspending(self.priority) else { return .failure(.cancelled) }
-        defer { storage.engine.release()?.grant() }
-        return .success(storage.runClosure(body))
+        let engine = self.storage.engine
+        guard engine.isHolderAlive else { return .failure(.valueContainerDeinited) }
+        if Task.isCancelled { return .failure(.cancelled) }
+        // A free value is taken here, inline, without a call to an async function; the rest waits out of line.
+        if !engine.tryAcquire() {
+            guard await engine.acquireSuspending(self.priority) else { return .failure(.cancelled) }
+        }
+        defer { engine.release()?.grant() }
+        return .success(self.storage.runClosure(body))
     }
 }
