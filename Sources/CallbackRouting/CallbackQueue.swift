@@ -50,7 +50,16 @@ public enum CallbackQueue: Sendable {
     /// Runs `block` on this route.
     ///
     /// - Parameter block: The callback; which thread and queue it runs on is the case's to say.
+    @inlinable
     public func execute(_ block: @escaping @Sendable () -> Void) {
+        // The inline route in the caller's code: a call, no switch over the other routes' payloads.
+        if case .untouch = self { return block() }
+        self.executeElsewhere(block)
+    }
+
+    /// ``execute(_:)`` for every route but ``untouch``.
+    @usableFromInline
+    func executeElsewhere(_ block: @escaping @Sendable () -> Void) {
         switch self {
         case .mainAsync:
             DispatchQueue.main.async(execute: block)

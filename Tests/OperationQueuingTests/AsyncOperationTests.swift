@@ -82,6 +82,30 @@ struct AsyncOperationTests {
         #expect(operation.currentAttempt == 1)
     }
 
+    @Test(
+        "cancel() reaches a retry's task after earlier attempts ended without suspending",
+        arguments: [RetryPolicy.immediate, .constant(.milliseconds(1))]
+    )
+    func cancelReachesTheRetry(policy: RetryPolicy) async {
+        // The first two bodies throw before any await, so each ends before its task is even recorded; the task
+        // that cancel() must find is the third's.
+        let queuer = Queuer(name: "test.async.cancelretry")
+        let third = CountingSemaphore()
+        let operation = AsyncOperation { operation in
+            if operation.currentAttempt < 3 { throw Flaky(attempt: operation.currentAttempt) }
+            third.signal()
+            try await Task.sleep(for: .seconds(3600))
+        }
+        operation.maximumRetries = 5
+        operation.retryPolicy = policy
+        queuer.addOperation(operation)
+        #expect(await third.wait(timeout: .seconds(10)), "the third attempt did not start")
+        operation.cancel()
+        #expect(await suspendUntil { operation.isFinished }, "finished long before the sleep's end")
+        #expect(operation.error is CancellationError)
+        #expect(operation.currentAttempt == 3)
+    }
+
     @Test("cancelling at any moment, before or during the body, always lets the queue drain")
     func cancelRaces() async {
         let queuer = Queuer(name: "test.async.cancelraces")

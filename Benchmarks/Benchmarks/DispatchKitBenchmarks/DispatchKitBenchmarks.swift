@@ -68,6 +68,17 @@ let benchmarks: @Sendable () -> Void = {
         for _ in benchmark.scaledIterations { syncQueue.sync { counter.value &+= 1 } }
         blackHole(counter.value)
     }
+    // What a user writes to ask "am I on this queue?" without DispatchKit: a queue-specific key of their own.
+    let specificKey = DispatchSpecificKey<Int>()
+    let specificQueue = DispatchQueue(label: "bench.raw.specific")
+    specificQueue.setSpecific(key: specificKey, value: 1)
+    Benchmark("baseline DispatchQueue.getSpecific inside", configuration: uncontended) { benchmark in
+        specificQueue.sync {
+            benchmark.startMeasurement()
+            for _ in benchmark.scaledIterations { blackHole(DispatchQueue.getSpecific(key: specificKey) != nil) }
+            benchmark.stopMeasurement()
+        }
+    }
     let currentQueue = GCDQueue(name: "bench.gcd.current")
     Benchmark("GCDQueue.isCurrent inside", configuration: uncontended) { benchmark in
         currentQueue.dispatchQueue.sync {

@@ -145,8 +145,11 @@ final class QueueMarker: @unchecked Sendable {
     ///
     /// A global queue counts only when the code runs in it directly.
     var isCurrent: Bool {
-        self.record.isInside(self.id, innermostID: self.innermostID, chain: self.record.chain)
-            && (!self.isGlobal || self.isRunningDirectly)
+        let innermostID = self.innermostID
+        // Running in the queue itself, the usual case, needs no look at the thread's sync record.
+        let inside =
+            innermostID == self.id || self.record.isInside(self.id, innermostID: innermostID, chain: self.record.chain)
+        return inside && (!self.isGlobal || self.isRunningDirectly)
     }
 
     /// Whether the code runs in this marker's queue itself, not in a queue that targets it.

@@ -30,6 +30,12 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
         var task: Task<Void, Never>?
         var error: (any Error)?
+        /// Whether ``cancel()`` was called: read with the task recorded, so that neither misses the other.
+        var isCancelled = false
+        /// The number of the last attempt started, and of the last whose body has ended: a task is kept only while
+        /// its body runs, so a finished operation holds no task.
+        var started = 0
+        var ended = 0
     }
 
     // Safety: the running task and the last error are in an AtomicBox.
@@ -70,25 +76,42 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// costs no hop to another thread; after its first suspension it goes on in the global concurrent pool.
     override open func execute() {
         let priority = TaskPriority(self.qualityOfService)
+        let number = self.attempt.mutate { attempt -> Int in
+            attempt.started += 1
+            return attempt.started
+        }
         let task: Task<Void, Never>
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-            task = Task.immediate(priority: priority) { await self.runAttempt() }
+            task = Task.immediate(priority: priority) { await self.runAttempt(number) }
         } else {
-            task = Task(priority: priority) { await self.runAttempt() }
+            task = Task(priority: priority) { await self.runAttempt(number) }
         }
-        self.attempt.mutate { $0.task = task }
-        if self.isCancelled { task.cancel() }  // a cancel() that came before the task was recorded
+        let cancelled = self.attempt.mutate { attempt -> Bool in
+            // A body that did not suspend has ended already, and a retry may have started since.
+            if attempt.ended < number { attempt.task = task }
+            return attempt.isCancelled
+        }
+        if cancelled { task.cancel() }  // a cancel() that came before the task was recorded
     }
 
     /// Runs the body and ends the attempt with its outcome, on the executor of the task that runs it.
-    private nonisolated(nonsending) func runAttempt() async {
+    private nonisolated(nonsending) func runAttempt(_ number: Int) async {
         do {
             try await self.body(self)
-            self.attempt.mutate { $0.error = nil }
+            self.end(number, error: nil)
             self.finish(success: true)
         } catch {
-            self.attempt.mutate { $0.error = error }
+            self.end(number, error: error)
             self.finish(success: false)
+        }
+    }
+
+    /// Records the end of attempt `number`'s body, and lets its task go.
+    private func end(_ number: Int, error: (any Error)?) {
+        self.attempt.mutate { attempt in
+            attempt.error = error
+            attempt.ended = number
+            attempt.task = nil
         }
     }
 
@@ -97,7 +120,11 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// See ``ConcurrentOperation/cancel()``: no further attempt starts, and one waiting to retry finishes at once.
     override open func cancel() {
         super.cancel()
-        self.attempt.mutate { $0.task }?.cancel()
+        let task = self.attempt.mutate { attempt -> Task<Void, Never>? in
+            attempt.isCancelled = true
+            return attempt.task
+        }
+        task?.cancel()
     }
 }
 
