@@ -55,8 +55,10 @@ GOALS = [
     ("ratio", "GroupOperation of 100 ConcurrentOperations", "baseline 100 ConcurrentOperations added directly", 1.5, ""),
     ("ratio", "CountingSemaphore async wait+signal", "baseline continuation semaphore async wait+signal", 1.5,
      "uncontended"),
-    ("ratio", "Queuer 10000 empty AsyncOperations", "baseline OperationQueue 10000 empty BlockOperations", 1.2,
-     "per operation"),
+    ("paired", "Queuer AsyncOperations/OperationQueue BlockOperations alternating rounds", None, 1.2,
+     "10,000 of each, per operation, rounds of each alternate"),
+    ("ratio", "Queuer 10000 empty AsyncOperations", "baseline OperationQueue 10000 empty BlockOperations", None,
+     "per operation, measured one after the other, for information"),
     # ConsumerBenchmarks: the umbrella used as an app uses it, against what the app would pick instead.
     ("ratio", "consumer QueueSafeValue wait get", "consumer pthread_mutex get", 3.0, "consumer shape"),
     ("ratio", "consumer QueueSafeValue wait set(newValue:)", "consumer pthread_mutex set", 3.0, "consumer shape"),

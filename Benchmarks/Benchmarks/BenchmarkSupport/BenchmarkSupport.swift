@@ -2,6 +2,7 @@
 
 import Benchmark
 import Dispatch
+import Foundation
 
 #if canImport(Glibc)
 @preconcurrency import Glibc
@@ -94,4 +95,55 @@ public func pinToOneCPU() {
         }
     }
     #endif
+}
+
+// MARK: Alternating rounds
+
+/// A ratio of ours to the alternative, in thousandths, measured within one pair of alternating rounds.
+public let perMilleMetric = BenchmarkMetric.custom(
+    "ratio per mille",
+    polarity: .prefersSmaller,
+    useScalingFactor: false
+)
+
+/// Pairs of rounds of two long batches, each pair giving one ratio.
+public var alternatingRounds: Benchmark.Configuration {
+    .init(metrics: [perMilleMetric], maxDuration: .seconds(6), maxIterations: 60)
+}
+
+/// Records, for each measured iteration, ours / theirs of one round of each, as `perMilleMetric`.
+///
+/// For batches that take milliseconds: measured one benchmark after the other, a slow spell of the machine weighs on
+/// one side only, and the ratio moves by ±30% from run to run; alternating, it weighs on both alike. Which side goes
+/// first changes every round.
+public func alternate(_ benchmark: Benchmark, ours: () -> Double, theirs: () -> Double) {
+    for round in 0..<benchmark.scaledIterations.count {
+        var oursTime = 0.0
+        var theirsTime = 0.0
+        if round.isMultiple(of: 2) {
+            oursTime = ours()
+            theirsTime = theirs()
+        } else {
+            theirsTime = theirs()
+            oursTime = ours()
+        }
+        benchmark.measurement(perMilleMetric, Int(1_000 * oursTime / theirsTime))
+    }
+}
+
+/// How long `body` took, in nanoseconds.
+public func nanoseconds(_ body: () -> Void) -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start)
+}
+
+/// Nanoseconds to run 10,000 empty `BlockOperation`s through an `OperationQueue`, added one at a time.
+public func timeOperationQueueRound() -> Double {
+    let queue = OperationQueue()
+    let operations = (0..<10_000).map { _ in BlockOperation {} }
+    return nanoseconds {
+        for operation in operations { queue.addOperation(operation) }
+        queue.waitUntilAllOperationsAreFinished()
+    }
 }

@@ -9,31 +9,14 @@ import ConcurrencyKit
 import Foundation
 import OpenCombine
 
-/// A ratio of ours to the alternative, in thousandths, measured within one pair of alternating rounds.
-let perMilleMetric = BenchmarkMetric.custom("ratio per mille", polarity: .prefersSmaller, useScalingFactor: false)
-
-var alternatingRounds: Benchmark.Configuration {
-    .init(metrics: [perMilleMetric], maxDuration: .seconds(6), maxIterations: 60)
-}
-
 /// Nanoseconds to run 10,000 empty `ConcurrentOperation`s through a `Queuer`, added one at a time.
 func timeQueuerRound() -> Double {
     let queuer = Queuer(name: "consumer.queuer.round")
     let operations = (0..<10_000).map { _ in ConcurrentOperation { _ in } }
-    let start = DispatchTime.now().uptimeNanoseconds
-    for operation in operations { queuer.addOperation(operation) }
-    queuer.waitUntilAllOperationsAreFinished()
-    return Double(DispatchTime.now().uptimeNanoseconds - start)
-}
-
-/// Nanoseconds to run 10,000 empty `BlockOperation`s through an `OperationQueue`, added one at a time.
-func timeOperationQueueRound() -> Double {
-    let queue = OperationQueue()
-    let operations = (0..<10_000).map { _ in BlockOperation {} }
-    let start = DispatchTime.now().uptimeNanoseconds
-    for operation in operations { queue.addOperation(operation) }
-    queue.waitUntilAllOperationsAreFinished()
-    return Double(DispatchTime.now().uptimeNanoseconds - start)
+    return nanoseconds {
+        for operation in operations { queuer.addOperation(operation) }
+        queuer.waitUntilAllOperationsAreFinished()
+    }
 }
 
 var operationBatches: Benchmark.Configuration {
@@ -157,19 +140,7 @@ let benchmarks: @Sendable () -> Void = {
     // rounds gives one ratio, so that a slow spell of the machine weighs on both sides alike.
     Benchmark("consumer Queuer/OperationQueue 10000 operations alternating rounds", configuration: alternatingRounds) {
         benchmark in
-        for round in 0..<benchmark.scaledIterations.count {
-            // Which goes first changes every round.
-            var ours = 0.0
-            var theirs = 0.0
-            if round.isMultiple(of: 2) {
-                ours = timeQueuerRound()
-                theirs = timeOperationQueueRound()
-            } else {
-                theirs = timeOperationQueueRound()
-                ours = timeQueuerRound()
-            }
-            benchmark.measurement(perMilleMetric, Int(1_000 * ours / theirs))
-        }
+        alternate(benchmark, ours: timeQueuerRound, theirs: timeOperationQueueRound)
     }
     // 10,000 empty operations, added one at a time.
     Benchmark("consumer OperationQueue 10000 BlockOperations", configuration: operationBatches) { benchmark in

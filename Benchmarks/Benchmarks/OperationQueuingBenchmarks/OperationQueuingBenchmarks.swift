@@ -32,6 +32,24 @@ let benchmarks: @Sendable () -> Void = {
         for operation in operations { queuer.addOperation(operation) }
         queuer.waitUntilAllOperationsAreFinished()
     }
+    Benchmark(
+        "Queuer AsyncOperations/OperationQueue BlockOperations alternating rounds",
+        configuration: alternatingRounds
+    ) {
+        benchmark in
+        alternate(
+            benchmark,
+            ours: {
+                let queuer = Queuer(name: "bench.async.round")
+                let operations = (0..<10_000).map { _ in AsyncOperation { _ in } }
+                return nanoseconds {
+                    for operation in operations { queuer.addOperation(operation) }
+                    queuer.waitUntilAllOperationsAreFinished()
+                }
+            },
+            theirs: timeOperationQueueRound
+        )
+    }
     Benchmark("baseline 100 ConcurrentOperations added directly", configuration: batches) { benchmark in
         let queuer = Queuer(name: "bench.direct")
         let operations = (0..<100).map { _ in ConcurrentOperation { _ in } }

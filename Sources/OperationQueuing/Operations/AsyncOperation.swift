@@ -32,14 +32,15 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         var error: (any Error)?
         /// Whether ``cancel()`` was called: read with the task recorded, so that neither misses the other.
         var isCancelled = false
-        /// The number of the last attempt started, and of the last whose body has ended: a task is kept only while
-        /// its body runs, so a finished operation holds no task.
-        var started = 0
+        /// The number of the last attempt whose body has ended: a task is kept only while its body runs, so a
+        /// finished operation holds no task.
         var ended = 0
     }
 
-    // Safety: the running task and the last error are in an AtomicBox.
+    // Safety: the running task and the last error are in an AtomicBox; `startedAttempts` is only touched by
+    // `execute()`, whose calls never overlap and each follow the end of the one before.
     private let attempt = AtomicBox(Attempt())
+    private var startedAttempts = 0
     private let body: nonisolated(nonsending) @Sendable (AsyncOperation) async throws -> Void
 
     /// Creates an operation that runs `body` in each attempt.
@@ -76,15 +77,14 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// costs no hop to another thread; after its first suspension it goes on in the global concurrent pool.
     override open func execute() {
         let priority = TaskPriority(self.qualityOfService)
-        let number = self.attempt.mutate { attempt -> Int in
-            attempt.started += 1
-            return attempt.started
-        }
+        self.startedAttempts += 1
+        let number = self.startedAttempts
+        // The task captures only `self`, which then serves as the closure's context: no allocation for it.
         let task: Task<Void, Never>
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
-            task = Task.immediate(priority: priority) { await self.runAttempt(number) }
+            task = Task.immediate(priority: priority) { await self.runAttempt() }
         } else {
-            task = Task(priority: priority) { await self.runAttempt(number) }
+            task = Task(priority: priority) { await self.runAttempt() }
         }
         let cancelled = self.attempt.mutate { attempt -> Bool in
             // A body that did not suspend has ended already, and a retry may have started since.
@@ -95,7 +95,9 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     }
 
     /// Runs the body and ends the attempt with its outcome, on the executor of the task that runs it.
-    private nonisolated(nonsending) func runAttempt(_ number: Int) async {
+    private nonisolated(nonsending) func runAttempt() async {
+        // Read before the body can suspend; the next attempt starts only after this one has ended.
+        let number = self.startedAttempts
         do {
             try await self.body(self)
             self.end(number, error: nil)
