@@ -20,7 +20,9 @@ public final class AtomicBox<Value> {
     @usableFromInline
     let _core = LockCore()
 
+    // The lock, not a runtime check, keeps accesses exclusive: every access holds it, and a nested one traps first.
     @usableFromInline
+    @exclusivity(unchecked)
     var _value: Value
 
     /// Creates a box holding `value`.

@@ -40,6 +40,7 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     // Safety: the running task and the last error are in an AtomicBox; `startedAttempts` is only touched by
     // `execute()`, whose calls never overlap and each follow the end of the one before.
     private let attempt = AtomicBox(Attempt())
+    @exclusivity(unchecked)
     private var startedAttempts = 0
     private let body: nonisolated(nonsending) @Sendable (AsyncOperation) async throws -> Void
 

@@ -9,7 +9,9 @@ final class ValueStorage<Value>: @unchecked Sendable {
     @usableFromInline
     let engine = TurnEngine()
 
+    // The turn, not a runtime check, keeps accesses exclusive; a nested command fails before it touches the value.
     @usableFromInline
+    @exclusivity(unchecked)
     var value: Value
 
     @usableFromInline
