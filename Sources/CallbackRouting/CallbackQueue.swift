@@ -53,7 +53,7 @@ public enum CallbackQueue: Sendable {
     @inlinable
     public func execute(_ block: @escaping @Sendable () -> Void) {
         // The inline route in the caller's code: a call, no switch over the other routes' payloads.
-        if case .untouch = self { return block() }
+        if self.isUntouch { return block() }
         self.executeElsewhere(block)
     }
 

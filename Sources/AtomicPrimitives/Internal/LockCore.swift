@@ -22,6 +22,16 @@ package func currentThreadID() -> UInt {
     #endif
 }
 
+/// Lets another thread run on this CPU, if one is ready: for waiters that watch a word before they sleep.
+package func yieldProcessor() {
+    _ = sched_yield()
+}
+
+/// How many processors are online, at least 1.
+package func onlineProcessorCount() -> Int {
+    max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+}
+
 /// The mutex behind ``MutexLock`` and ``AtomicBox``: a heap-allocated `pthread_mutex_t` and its owner.
 ///
 /// The mutex lives at a stable heap address (never `&self.storedMutex`, which is valid for one call only). The owner

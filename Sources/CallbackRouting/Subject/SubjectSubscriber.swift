@@ -127,7 +127,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     /// - Parameter value: The value ``enqueueClaimingDrain(_:)`` kept out of the mailbox, on ``CallbackQueue/untouch``.
     @inlinable
     func startDrain(delivering value: Output? = nil) {
-        if case .untouch = self.route {
+        if self.route.isUntouch {
             self.drain(first: value)  // The same as going through `execute`, without allocating a closure per send.
         } else {
             self.route.execute { self.drain(first: nil) }

@@ -1,14 +1,6 @@
 import AtomicPrimitives
 import Dispatch
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A dispatch queue with a short vocabulary: Eki's `Queue`, alive again on Swift 6 and Linux.
 ///
 /// ```swift
@@ -320,9 +312,4 @@ public struct GCDQueue: Sendable, Equatable {
             }
         }
     }
-}
-
-/// How many processors are online, at least 1.
-private func onlineProcessorCount() -> Int {
-    Swift.max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
 }

@@ -1,14 +1,6 @@
 import AtomicPrimitives
 import Synchronization
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Musl)
-import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// A thread in a `wait` command that queued for the turn: it watches for the grant a short while, then sleeps.
 ///
 /// Handing the turn to a thread that already sleeps costs a wake-up, tens of microseconds on a VM; two threads taking
@@ -20,7 +12,7 @@ final class ParkedThread: Sendable {
     private static let granted = 1
     private static let sleeping = 2
 
-    /// How many times the waiter looks for its grant before it starts yielding its CPU: about a microsecond.
+    /// How many times the waiter looks for its grant before it starts yielding its CPU: under a microsecond.
     private static let looks = 200
     /// How many times it yields its CPU and looks again before it sleeps: longer than a sleeping thread takes to wake,
     /// so that two threads taking turns do not settle into waking each other for every command.
@@ -54,9 +46,4 @@ final class ParkedThread: Sendable {
             self.wakeUp.signal()
         }
     }
-}
-
-/// Lets another thread run on this CPU, if one is ready.
-private func yieldProcessor() {
-    _ = sched_yield()
 }

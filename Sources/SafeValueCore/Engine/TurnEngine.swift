@@ -131,8 +131,8 @@ final class TurnEngine: @unchecked Sendable {
 
     /// How many times a blocking command looks for a free turn before it queues: a few microseconds.
     ///
-    /// That is longer than most command closures run. With 200 looks, two threads taking turns queued more often: 925 ns a command against 673
-    /// with 2,000, measured before the retain traffic was removed.
+    /// That is longer than most command closures run. With 200 looks, two threads taking turns queued more often: 925
+    /// ns a command against 673 with 2,000, measured before the retain traffic was removed.
     private static let looksBeforeQueueing = 2000
 
     /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
