@@ -1,17 +1,25 @@
 #!/usr/bin/env python3
-"""Compiles, runs and checks every Swift example of the documentation, so that the docs cannot rot.
+"""Compiles, runs and checks every Swift example of the documentation, as a reader would paste it.
 
 Examples come from the ```swift blocks of README.md, Docs/*.md and the DocC articles (Sources/*/*.docc/*.md), and
 from the ```swift blocks of the `///` comments in Sources/. A block whose first line is `// Package.swift` is a
 manifest excerpt and is skipped.
 
-Each block becomes the body of a function in a generated executable package that depends on ConcurrencyKit by path
-(its `import` lines are hoisted). Names the examples use as stand-ins for the reader's own code (`download()`,
-`client`, `images`...) are defined in scripts/doc-examples/Fixtures.swift.
+Each example is compiled exactly as written, as the `main.swift` of an executable target of its own in a generated
+package that depends on ConcurrencyKit by path: top-level code stays top-level code (so a top-level `await` picks
+the overload it would pick in a reader's `main.swift`), and the example sees only the modules it imports. A missing
+`import Dispatch` fails here as it would in the reader's package; `--self-test` proves that it does.
 
-Each example then runs in its own process: its function is called from the main thread, as top-level code would be
-(an example that awaits runs in a `Task`), and never returns, so that its locals live on as top-level ones would;
-the main queue is drained (`dispatchMain()`). An example states what it prints, in either form:
+One line is added after the example: a call that keeps the process alive and drains the main queue, as an app's run
+loop would. Names the examples use as stand-ins for the reader's own code (`download()`, `client`, `images`...) live
+in a module of their own (scripts/doc-examples/Fixtures.swift) that every example sees without importing it; an
+example's own declarations shadow them.
+
+A block that is only a fragment — code that belongs inside the reader's function or type — says so on its first
+line, `// Fragment: <where it goes>`. A fragment is compiled as the body of a function, with `ConcurrencyKit`,
+`Dispatch` and `Foundation` imported for it, and run as the other examples are.
+
+An example states what it prints, in either form:
 
     print(hits.value)  // 8          the comment after a `print(...)` line is the line it prints
     // Prints "tick"                  a comment line of this form names a line printed anywhere in the block
@@ -21,6 +29,7 @@ output in the order stated (other output may come between them) within the time 
 fail.
 """
 import glob
+import json
 import os
 import pty
 import re
@@ -31,25 +40,42 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, ".build", "doc-examples")
-SOURCES = os.path.join(OUT, "Sources", "DocExamples")
 FIXTURES = os.path.join(ROOT, "scripts", "doc-examples", "Fixtures.swift")
 TIME_LIMIT = 20.0  # seconds per example
+FRAGMENT = "// Fragment:"
+PRODUCTS = ["AtomicPrimitives", "SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting", "ConcurrencyKit"]
 
-MANIFEST = """// swift-tools-version: 6.1
+MANIFEST_HEAD = """// swift-tools-version: 6.2
 import PackageDescription
+
+let ck: [Target.Dependency] = %s.map { .product(name: $0, package: "ConcurrencyKit") }
+// Every example sees the stand-ins without importing them, and nothing else that it did not import.
+let fixtures: [SwiftSetting] = [.unsafeFlags(["-Xfrontend", "-import-module", "-Xfrontend", "DocFixtures"])]
 
 let package = Package(
     name: "DocExamples",
     platforms: [.macOS(.v15)],
     dependencies: [.package(name: "ConcurrencyKit", path: "%s")],
     targets: [
-        .executableTarget(
-            name: "DocExamples",
-            dependencies: [.product(name: "ConcurrencyKit", package: "ConcurrencyKit")]
-        )
-    ]
+        .target(name: "DocFixtures", dependencies: ck),
+"""
+MANIFEST_TARGET = """        .executableTarget(name: "%s", dependencies: ck + ["DocFixtures"], swiftSettings: fixtures),
+"""
+MANIFEST_TAIL = """    ]
 )
 """
+
+# The self-test: an example that uses Dispatch without importing it must not compile.
+SELF_TEST_TARGET = "CheckerSelfTest"
+SELF_TEST_CODE = """import ConcurrencyKit
+
+let hits = AtomicBox(0)
+DispatchQueue.concurrentPerform(iterations: 8) { _ in
+    hits.mutate { $0 += 1 }
+}
+print(hits.value)  // 8
+"""
+SELF_TEST_ERROR = "cannot find 'DispatchQueue' in scope"
 
 TRAILING = re.compile(r"^\s*print\(.*\)\s*// (.+?)\s*$")
 PRINTS = re.compile(r'^\s*// Prints "(.*)"\s*$')
@@ -97,13 +123,48 @@ def expectations(code):
     return expected
 
 
-def generate():
-    os.makedirs(SOURCES, exist_ok=True)
-    for old in glob.glob(os.path.join(SOURCES, "*.swift")):
-        os.remove(old)
+def example_source(code, is_async):
+    """The `main.swift` of one example: the code as written, then the line that keeps the process alive."""
+    if not code.startswith(FRAGMENT):
+        keep_alive = "await keepExampleAliveAsync()" if is_async else "keepExampleAlive()"
+        return code + "\n" + keep_alive + "\n"
+    # A fragment runs as the body of a function that never returns, so that its locals live on.
+    imports = {"import ConcurrencyKit", "import Dispatch", "import Foundation"}
+    body = []
+    for source_line in code.splitlines():
+        if source_line.startswith("import "):
+            imports.add(source_line.strip())
+        else:
+            body.append("    " + source_line if source_line else "")
+    if is_async:
+        signature, end, call = "func fragment() async throws", "    await keepExampleAliveAsync()", "try await fragment()"
+    else:
+        signature, end, call = "func fragment() throws -> Never", "    keepExampleAlive()", "try fragment()"
+    return "\n".join(sorted(imports)) + f"\n\n{signature} {{\n" + "\n".join(body) + f"\n\n{end}\n}}\n\n{call}\n"
+
+
+def write_manifest(targets):
     with open(os.path.join(OUT, "Package.swift"), "w") as manifest:
-        manifest.write(MANIFEST % ROOT)
-    with open(FIXTURES, encoding="utf-8") as source, open(os.path.join(SOURCES, "Fixtures.swift"), "w") as copy:
+        manifest.write(MANIFEST_HEAD % (json.dumps(PRODUCTS), ROOT))
+        for target in targets:
+            manifest.write(MANIFEST_TARGET % target)
+        manifest.write(MANIFEST_TAIL)
+
+
+def write_target(name, source):
+    folder = os.path.join(OUT, "Sources", name)
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "main.swift"), "w") as main:
+        main.write(source)
+
+
+def generate():
+    sources = os.path.join(OUT, "Sources")
+    if os.path.isdir(sources):
+        for old in glob.glob(os.path.join(sources, "*", "*.swift")):
+            os.remove(old)
+    os.makedirs(os.path.join(sources, "DocFixtures"), exist_ok=True)
+    with open(FIXTURES, encoding="utf-8") as source, open(os.path.join(sources, "DocFixtures", "Fixtures.swift"), "w") as copy:
         copy.write(source.read())
     cases, problems = [], []
     for origin, line, code in examples():
@@ -114,43 +175,33 @@ def generate():
         if not expected:
             problems.append(f'{where}: the example states no output (`print(x)  // value` or `// Prints "value"`)')
         number = len(cases) + 1
-        imports = {"import ConcurrencyKit", "import Dispatch", "import Foundation"}
-        body = []
-        for source_line in code.splitlines():
-            if source_line.startswith("import "):
-                imports.add(source_line.strip())
-            else:
-                body.append("    " + source_line if source_line else "")
-        # The example's locals must outlive its last line, as they would in top-level code: subscriptions, timers
-        # and queues are released otherwise. So the function never returns.
         is_async = re.search(r"\bawait\b", code) is not None
-        if is_async:
-            signature, end = f"func example{number}() async throws", "    try await Task.sleep(for: .seconds(3600))"
-        else:
-            signature, end = f"func example{number}() throws -> Never", "    dispatchMain()"
-        with open(os.path.join(SOURCES, f"Example{number}.swift"), "w") as example:
-            example.write(f"// {where}\n" + "\n".join(sorted(imports)) + "\n\n")
-            example.write(f"{signature} {{\n" + "\n".join(body) + "\n\n" + end + "\n}\n")
-        cases.append((number, where, expected, is_async))
-    with open(os.path.join(SOURCES, "main.swift"), "w") as main:
-        main.write("import Dispatch\nimport Foundation\n\n")
-        main.write("switch Int(CommandLine.arguments[1])! {\n")
-        for number, where, _, is_async in cases:
-            main.write(f"case {number}:  // {where}\n")
-            if is_async:
-                main.write(f"    Task {{ try await example{number}() }}\n")
-            else:
-                main.write(f"    try example{number}()\n")
-        main.write('default:\n    fatalError("no such example")\n}\n')
-        main.write("dispatchMain()\n")
+        write_target(f"Example{number}", f"// {where}\n" + example_source(code, is_async))
+        cases.append((number, where, expected))
+    write_manifest([f"Example{number}" for number, _, _ in cases])
     return cases, problems
+
+
+def self_test(cases):
+    """Proves the checker fails on a missing import: an example without `import Dispatch` must not compile."""
+    write_target(SELF_TEST_TARGET, example_source(SELF_TEST_CODE, False))
+    write_manifest([f"Example{number}" for number, _, _ in cases] + [SELF_TEST_TARGET])
+    try:
+        build = subprocess.run(
+            ["swift", "build", "--package-path", OUT, "--target", SELF_TEST_TARGET], capture_output=True, text=True
+        )
+    finally:
+        write_manifest([f"Example{number}" for number, _, _ in cases])
+    if build.returncode == 0 or SELF_TEST_ERROR not in build.stdout + build.stderr:
+        sys.exit(f"doc examples: the self-test example without `import Dispatch` did not fail with {SELF_TEST_ERROR!r}")
+    print("doc examples: an example that misses `import Dispatch` fails to compile, as it should")
 
 
 def run(number, expected):
     """Runs one example with a terminal as its standard output, so that each printed line arrives as it is printed."""
-    binary = os.path.join(OUT, ".build", "debug", "DocExamples")
+    binary = os.path.join(OUT, ".build", "debug", f"Example{number}")
     reader, writer = pty.openpty()
-    process = subprocess.Popen([binary, str(number)], stdout=writer, stderr=subprocess.PIPE)
+    process = subprocess.Popen([binary], stdout=writer, stderr=subprocess.PIPE)
     os.close(writer)
     output, remaining, deadline = [], list(expected), time.monotonic() + TIME_LIMIT
     buffer = b""
@@ -188,14 +239,25 @@ def main():
         sys.exit("doc examples:\n  " + "\n  ".join(problems))
     build = subprocess.run(["swift", "build", "--package-path", OUT], capture_output=True, text=True)
     if build.returncode != 0:
-        print(build.stdout[-8000:] + build.stderr[-3000:])
-        sys.exit(f"doc examples: the examples do not compile (sources in {SOURCES})")
+        # The build stops at the first target that fails: build each example alone to name every one that fails.
+        errors = []
+        for number, where, _ in cases:
+            alone = subprocess.run(
+                ["swift", "build", "--package-path", OUT, "--target", f"Example{number}"], capture_output=True, text=True
+            )
+            for text in (alone.stdout + alone.stderr).splitlines():
+                match = re.search(r"Sources/(\w+)/\w+\.swift:(\d+):\d+: error: (.*)", text)
+                if match:
+                    errors.append(f"{where} ({match.group(1)}, line {match.group(2)}): {match.group(3)}")
+        print("\n".join(dict.fromkeys(errors)) or build.stdout[-8000:] + build.stderr[-3000:])
+        sys.exit(f"doc examples: the examples do not compile (sources in {OUT}/Sources)")
+    self_test(cases)
     failures = []
-    for number, where, expected, _ in cases:
+    for number, where, expected in cases:
         remaining, output, stderr, failed = run(number, expected)
         if remaining or failed:
             failures.append(
-                f"{where} (Example{number}.swift): "
+                f"{where} (Example{number}/main.swift): "
                 + (f"never printed {remaining[0]!r}" if remaining else "the process failed")
                 + f"\n    stdout: {output}\n    stderr: {stderr.strip()[-1500:]}"
             )

@@ -4,6 +4,9 @@
 /// read-modify-write sequences such as `+= 1` or "append if absent" cannot interleave with another thread's.
 ///
 /// ```swift
+/// import AtomicPrimitives
+/// import Dispatch
+///
 /// let hits = AtomicBox(0)
 /// DispatchQueue.concurrentPerform(iterations: 8) { _ in
 ///     hits.mutate { $0 += 1 }

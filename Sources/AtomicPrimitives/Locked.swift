@@ -5,6 +5,9 @@
 /// critical section:
 ///
 /// ```swift
+/// import AtomicPrimitives
+/// import Dispatch
+///
 /// final class Stats: @unchecked Sendable {  // Safety: every stored var is @Locked.
 ///     @Locked var requests = 0
 ///

@@ -21,6 +21,8 @@ import Darwin
 /// it costs nothing measurable. On Apple platforms, where the app's run loop drains the main queue, it is off.
 ///
 /// ```swift
+/// import AtomicPrimitives
+///
 /// MainQueueDoctor.patience = .seconds(5)  // a program that starts draining main late
 /// MainQueueDoctor.patience = nil          // off
 /// print(MainQueueDoctor.patience == nil)  // true

@@ -5,6 +5,8 @@
 /// plain stores. Prefer ``withLock(_:)``, which cannot forget to unlock:
 ///
 /// ```swift
+/// import AtomicPrimitives
+///
 /// let lock = MutexLock()
 /// var hits = 0  // guarded by `lock`
 ///

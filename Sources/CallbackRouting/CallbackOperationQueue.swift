@@ -7,6 +7,9 @@ import Foundation
 /// type of your own, as with Kingfisher's `CallbackOperationQueue`:
 ///
 /// ```swift
+/// import CallbackRouting
+/// import Foundation
+///
 /// final class CountingQueue: CallbackOperationQueue, @unchecked Sendable {  // Safety: `added` is an AtomicBox.
 ///     let base = OperationQueue()
 ///     let added = AtomicBox(0)

@@ -7,6 +7,9 @@ import Foundation
 /// handler runs instead of hopping again themselves:
 ///
 /// ```swift
+/// import CallbackRouting
+/// import Foundation
+///
 /// func load(_ url: URL, callbackQueue: CallbackQueue = .mainCurrentOrAsync,
 ///           completion: @escaping @Sendable (Data?) -> Void) {
 ///     worker.async {

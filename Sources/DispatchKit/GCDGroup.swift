@@ -3,6 +3,8 @@ import Dispatch
 /// Blocks and tasks tracked together, to be waited for or followed by a notification: Eki's `Group`.
 ///
 /// ```swift
+/// import DispatchKit
+///
 /// let group = GCDGroup(queue: .utility)
 /// group <<< { download("a") } <<< { download("b") }
 /// group.notify { print("both done") }

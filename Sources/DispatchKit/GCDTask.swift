@@ -5,6 +5,8 @@ import AtomicPrimitives
 /// Named `GCDTask` so that it never shadows Swift's `Task`.
 ///
 /// ```swift
+/// import DispatchKit
+///
 /// let download = GCDQueue.utility + { print("fetch") }
 /// download <> { print("parse on utility") } <> GCDTask(queue: .main) { print("show on main") }
 /// download.async()

@@ -4,6 +4,8 @@ import Synchronization
 /// Runs the first block handed to it exactly once, however many threads call it at the same time.
 ///
 /// ```swift
+/// import DispatchKit
+///
 /// let setUp = OnceDispatcher()
 /// setUp { print("database open") }  // runs
 /// setUp { print("database open") }  // does nothing

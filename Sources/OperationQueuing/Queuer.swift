@@ -4,6 +4,8 @@ import Foundation
 /// A manager for an `OperationQueue`: blocks and operations, chains, completion handlers, pause and resume.
 ///
 /// ```swift
+/// import OperationQueuing
+///
 /// let queuer = Queuer(name: "downloads", maxConcurrentOperationCount: 4)
 /// queuer.addOperation { download(first) }
 /// queuer.addChainedOperations(fetch, parse, store) { print("stored") }
@@ -94,12 +96,16 @@ public final class Queuer: Sendable {
     /// Runs an `async` body as an operation of this queue, under its concurrency limit, and returns its value.
     ///
     /// ```swift
+    /// import OperationQueuing
+    ///
     /// let downloads = Queuer(name: "downloads", maxConcurrentOperationCount: 2)
     /// let sizes = try await withThrowingTaskGroup(of: Int.self) { group in
     ///     for index in 1...6 {
     ///         group.addTask { try await downloads.run { index * 100 } }  // at most 2 bodies at once
     ///     }
-    ///     return try await group.reduce(0, +)
+    ///     var total = 0
+    ///     for try await size in group { total += size }
+    ///     return total
     /// }
     /// print(sizes)  // 2100
     /// ```

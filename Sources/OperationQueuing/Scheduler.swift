@@ -4,6 +4,9 @@ import Dispatch
 /// A timer that runs a handler at a deadline, once or repeatedly: Queuer's `Scheduler`, without its crashes.
 ///
 /// ```swift
+/// import Dispatch
+/// import OperationQueuing
+///
 /// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) { print("ping") }
 /// // Prints "ping"
 /// // Prints "ping"

@@ -3,6 +3,9 @@ import Dispatch
 /// A ``QueueSafeValue`` that is always used with `async(performIn:)` on one queue.
 ///
 /// ```swift
+/// import Dispatch
+/// import SafeValueCore
+///
 /// let log = QueueSafeAsyncedValue(value: [String](), queue: DispatchQueue(label: "log"))
 /// log.lowestPriority.set(accessClosure: { $0.append("started") })
 /// log.lowestPriority.get { result in  // on the "log" queue

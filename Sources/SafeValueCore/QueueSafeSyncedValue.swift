@@ -1,6 +1,8 @@
 /// A ``QueueSafeValue`` that is always used with the `wait` schedule.
 ///
 /// ```swift
+/// import SafeValueCore
+///
 /// let counter = QueueSafeSyncedValue(value: 0)
 /// counter.highestPriority.set { $0 += 1 }
 /// print(counter.lowestPriority.get())  // success(1)

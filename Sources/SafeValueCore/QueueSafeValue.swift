@@ -5,6 +5,9 @@ import Dispatch
 /// Commands are issued as `value.{schedule}.{priority}.{command}`:
 ///
 /// ```swift
+/// import Foundation
+/// import SafeValueCore
+///
 /// let cache = QueueSafeValue(value: [String: Data]())
 ///
 /// // wait: block this thread until the command has run.

@@ -1,43 +1,45 @@
 // Stand-ins for the reader's own code, used by the examples of the documentation (see scripts/doc-examples.py).
-// They print nothing: every line an example checks is printed by the example itself.
+// They print nothing: every line an example checks is printed by the example itself. They live in a module of their
+// own that every example sees without importing it, so an example still needs every import a reader would write:
+// nothing imported here reaches the example.
 import ConcurrencyKit
 import Dispatch
 import Foundation
 
 /// Fails its first call, succeeds afterwards: for the examples that show a retry.
-let firstCallFails = AtomicBox(0)
+public let firstCallFails = AtomicBox(0)
 
-func failsOnce() -> Bool {
+public func failsOnce() -> Bool {
     firstCallFails.mutate { calls in
         calls += 1
         return calls > 1
     }
 }
 
-struct UploadError: Error {}
+public struct UploadError: Error {}
 
 /// A network client whose first upload fails.
-struct Client: Sendable {
-    func upload(_ file: URL) async throws {
+public struct Client: Sendable {
+    public func upload(_ file: URL) async throws {
         guard failsOnce() else { throw UploadError() }
     }
 
-    func upload(_ file: URL, completion: @escaping @Sendable ((any Error)?) -> Void) {
+    public func upload(_ file: URL, completion: @escaping @Sendable ((any Error)?) -> Void) {
         let succeeded = failsOnce()
         DispatchQueue.global().async { completion(succeeded ? nil : UploadError()) }
     }
 }
 
-let client = Client()
-let file = URL(fileURLWithPath: "/tmp/report.pdf")
+public let client = Client()
+public let file = URL(fileURLWithPath: "/tmp/report.pdf")
 
-func send() -> Bool { failsOnce() }
-func pushChanges() -> Bool { failsOnce() }
-func authenticate() -> Bool { failsOnce() }
+public func send() -> Bool { failsOnce() }
+public func pushChanges() -> Bool { failsOnce() }
+public func authenticate() -> Bool { failsOnce() }
 
 /// A "Try again" button that a user taps every 10 ms for 5 seconds.
-struct TryAgainButton {
-    func onTap(_ action: @escaping @Sendable () -> Void) {
+public struct TryAgainButton: Sendable {
+    public func onTap(_ action: @escaping @Sendable () -> Void) {
         DispatchQueue.global().async {
             for _ in 0..<500 {
                 action()
@@ -47,39 +49,55 @@ struct TryAgainButton {
     }
 }
 
-let tryAgainButton = TryAgainButton()
+public let tryAgainButton = TryAgainButton()
 
-struct Document: Sendable {
-    var title: String
-    var isSaving = false
+public struct Document: Sendable {
+    public var title: String
+    public var isSaving = false
+
+    public init(title: String, isSaving: Bool = false) {
+        self.title = title
+        self.isSaving = isSaving
+    }
 }
 
-func save(_ document: Document, completion: @escaping @Sendable () -> Void) {
+public func save(_ document: Document, completion: @escaping @Sendable () -> Void) {
     DispatchQueue.global().asyncAfter(deadline: .now() + 0.05, execute: completion)
 }
 
-let queuer = Queuer(name: "app")
-let images = ["a.png", "b.png", "c.png"]
-func render(_ image: String) {}
-func upload() {}
-func downloadManifest() -> Bool { true }
-func publishGallery() {}
+public let queuer = Queuer(name: "app")
+public let images = ["a.png", "b.png", "c.png"]
+public func render(_ image: String) {}
+public func upload() {}
+public func downloadManifest() -> Bool { true }
+public func publishGallery() {}
 
-final class ThumbnailOperation: ConcurrentOperation, @unchecked Sendable {
-    init(_ image: String) {
+public final class ThumbnailOperation: ConcurrentOperation, @unchecked Sendable {
+    public init(_ image: String) {
         super.init(name: image) { _ in render(image) }
     }
 }
 
-let first = URL(fileURLWithPath: "/tmp/first")
-func download(_ item: Any) {}
-let fetch = ConcurrentOperation(name: "fetch") { _ in }
-let parse = ConcurrentOperation(name: "parse") { _ in }
-let store = ConcurrentOperation(name: "store") { _ in }
+public let first = URL(fileURLWithPath: "/tmp/first")
+public func download(_ item: Any) {}
+public let fetch = ConcurrentOperation(name: "fetch") { _ in }
+public let parse = ConcurrentOperation(name: "parse") { _ in }
+public let store = ConcurrentOperation(name: "store") { _ in }
 
-func work() {}
-func runEverything() {}
-func updateBar(_ fraction: Double) {}
-func showError(_ error: any Error) {}
-let worker = DispatchQueue(label: "worker")
-let data = Data([1, 2, 3])
+public func work() {}
+public func runEverything() {}
+public func updateBar(_ fraction: Double) {}
+public func showError(_ error: any Error) {}
+public let worker = DispatchQueue(label: "worker")
+public let data = Data([1, 2, 3])
+
+/// Keeps a top-level example's process alive after its last line, draining the main queue, as an app's run loop
+/// would: the checker appends a call to it (see scripts/doc-examples.py).
+public func keepExampleAlive() -> Never {
+    dispatchMain()
+}
+
+/// The same for an example with top-level `await`: the main queue is drained while the top-level code is suspended.
+public func keepExampleAliveAsync() async {
+    try? await Task.sleep(for: .seconds(3600))
+}

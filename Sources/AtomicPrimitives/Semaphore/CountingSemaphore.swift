@@ -9,6 +9,9 @@ import Dispatch
 /// - ``Kind/counting(_:)`` starts with `n`: at most `n` threads are inside ``perform(_:)`` at once.
 ///
 /// ```swift
+/// import AtomicPrimitives
+/// import Dispatch
+///
 /// let done = CountingSemaphore()  // .barrier
 /// DispatchQueue.global().async {
 ///     work()

@@ -3,6 +3,8 @@
 /// `CallbackSubject` is what a Combine `PassthroughSubject` is for, without Combine (which Linux does not have):
 ///
 /// ```swift
+/// import CallbackRouting
+///
 /// let progress = CallbackSubject<Double, Never>()
 /// let subscription = progress.subscribe(on: .mainAsync) { fraction in
 ///     print("downloaded \(Int(fraction * 100))%")

@@ -2,6 +2,8 @@
 /// subject's failure.
 ///
 /// ```swift
+/// import CallbackRouting
+///
 /// let temperatures = CallbackSubject<Double, Never>()
 /// let reader = Task {
 ///     var seen: [Double] = []

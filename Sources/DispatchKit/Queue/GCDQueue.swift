@@ -4,6 +4,8 @@ import Dispatch
 /// A dispatch queue with a short vocabulary: Eki's `Queue`, alive again on Swift 6 and Linux.
 ///
 /// ```swift
+/// import DispatchKit
+///
 /// let work = GCDQueue(name: "work")
 /// work.async { print("in the background") }
 /// let answer = work.sync { 42 }

@@ -6,6 +6,8 @@ import Dispatch
 /// Named `GCDTimer` so that it never collides with Foundation's `Timer`.
 ///
 /// ```swift
+/// import DispatchKit
+///
 /// let ticker = GCDTimer.scheduleWithInterval(1, onQueue: .main, repeating: 1) { print("tick") }
 /// ticker.pause()
 /// ticker.start()  // resumes
@@ -231,6 +233,8 @@ public final class GCDTimer: @unchecked Sendable {
     /// The times the timer fires, as an `AsyncSequence` that ends when the timer stops or finishes.
     ///
     /// ```swift
+    /// import DispatchKit
+    ///
     /// let timer = GCDTimer(interval: 0.01)
     /// timer.repeatInterval = 0.01
     /// timer.start()

@@ -5,6 +5,8 @@ import Foundation
 /// when the body returns or throws.
 ///
 /// ```swift
+/// import OperationQueuing
+///
 /// let queuer = Queuer(name: "uploads", maxConcurrentOperationCount: 2)
 /// let upload = AsyncOperation(name: "upload") { _ in
 ///     try await client.upload(file)  // here: fails once, then succeeds

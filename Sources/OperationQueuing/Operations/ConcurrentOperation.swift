@@ -5,6 +5,8 @@ import Foundation
 /// An asynchronous `Operation` with Queuer's retry model, manual retry and manual finish, and thread-safe state.
 ///
 /// ```swift
+/// import OperationQueuing
+///
 /// let upload = ConcurrentOperation(name: "upload") { operation in
 ///     operation.success = send()  // false: run again, up to maximumRetries attempts in all
 /// }

@@ -3,6 +3,8 @@ import Foundation
 /// Operations run concurrently as one: the group finishes after all of them, and after its completion handler.
 ///
 /// ```swift
+/// import OperationQueuing
+///
 /// let thumbnails = GroupOperation(images.map(ThumbnailOperation.init)) { print("all thumbnails done") }
 /// let publish = ConcurrentOperation { _ in publishGallery() }  // starts after the group's handler
 /// queuer.addChainedOperations(thumbnails, publish) { print("gallery published") }

@@ -4,6 +4,8 @@ import Foundation
 /// after a delay that grows with each failure.
 ///
 /// ```swift
+/// import OperationQueuing
+///
 /// let sync = ConcurrentOperation { operation in operation.success = pushChanges() }  // here: fails once
 /// sync.maximumRetries = 5
 /// sync.retryPolicy = .exponential(initial: .milliseconds(100), maximum: .seconds(5), jitter: 0.2)
