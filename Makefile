@@ -6,7 +6,7 @@ ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan asan examples snippets demo bench bench-check docs lint format clean
+.PHONY: all build test unit tsan asan examples snippets demo bench bench-check docs docs-serve lint format clean
 
 all: build
 
@@ -51,9 +51,14 @@ bench:
 bench-check:
 	python3 Benchmarks/ratios.py --check
 
-## docs: every DocC catalog, offline, warnings as errors.
+## docs: every DocC catalog, offline, warnings as errors, merged into one site in .build/docs/ConcurrencyKit.doccarchive.
 docs:
 	scripts/docs.sh
+
+## docs-serve: builds the docs and serves the site at http://localhost:8000/documentation/ (Ctrl-C stops it).
+docs-serve: docs
+	@echo "docs: open http://localhost:8000/documentation/"
+	python3 -m http.server 8000 --bind 127.0.0.1 --directory .build/docs/ConcurrencyKit.doccarchive
 
 lint:
 	$(SWIFT) format lint --strict --recursive $(FORMATTED)
