@@ -6,7 +6,7 @@ ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan asan examples snippets demo bench bench-check docs docs-serve lint format clean
+.PHONY: all build test unit tsan asan examples install-check snippets demo bench bench-check docs docs-serve lint format clean
 
 all: build
 
@@ -16,7 +16,7 @@ build:
 
 ## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer and under AddressSanitizer
 ## with leak detection, the consumer packages, the docs.
-test: lint build unit tsan asan examples snippets docs
+test: lint build unit tsan asan examples install-check snippets docs
 
 unit:
 	scripts/run-suite.sh $(SWIFT) test $(STRICT)
@@ -33,6 +33,10 @@ examples:
 		echo "examples: $$example"; \
 		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(SWIFT) test $(STRICT)) || exit 1; \
 	done
+
+## install-check: a fresh package that follows the README's install section resolves, builds and runs its first example.
+install-check:
+	scripts/install-check.sh
 
 ## snippets: compile and run every Swift example of the docs (README, Docs/, DocC articles, `///` comments) and
 ## check the output each one states.

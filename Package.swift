@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 //
 // ConcurrencyKit: locks and boxes, a priority-ordered thread-safe value, an operation-queue manager with retries,
 // a short GCD vocabulary and callback routing, in five library modules over one shared base.

@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // A consumer of one granular product: SafeValueCore, which brings AtomicPrimitives with it.
 import PackageDescription
 

@@ -1,4 +1,4 @@
-// swift-tools-version: 6.1
+// swift-tools-version: 6.2
 // A consumer of the umbrella product: import ConcurrencyKit, get all five modules.
 import PackageDescription
 
