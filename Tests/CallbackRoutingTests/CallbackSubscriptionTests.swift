@@ -96,16 +96,20 @@ struct CallbackSubscriptionTests {
         let insideA = DispatchSemaphore(value: 0)
         let insideB = DispatchSemaphore(value: 0)
         let met = AtomicBox(0)
-        holderA.mutate { slot in slot = subject.subscribe(on: .dispatch(queueA)) { _ in
-            insideA.signal()
-            if insideB.wait(timeout: deadline()) == .success { met.mutate { $0 += 1 } }
-            holderB.value?.cancel()
-        } }
-        holderB.mutate { slot in slot = subject.subscribe(on: .dispatch(queueB)) { _ in
-            insideB.signal()
-            if insideA.wait(timeout: deadline()) == .success { met.mutate { $0 += 1 } }
-            holderA.value?.cancel()
-        } }
+        holderA.mutate { slot in
+            slot = subject.subscribe(on: .dispatch(queueA)) { _ in
+                insideA.signal()
+                if insideB.wait(timeout: deadline()) == .success { met.mutate { $0 += 1 } }
+                holderB.value?.cancel()
+            }
+        }
+        holderB.mutate { slot in
+            slot = subject.subscribe(on: .dispatch(queueB)) { _ in
+                insideB.signal()
+                if insideA.wait(timeout: deadline()) == .success { met.mutate { $0 += 1 } }
+                holderA.value?.cancel()
+            }
+        }
         subject.send(1)
         let drained = DispatchGroup()
         for queue in [queueA, queueB] {
@@ -128,14 +132,18 @@ struct CallbackSubscriptionTests {
             let holderA = AtomicBox<CallbackSubscription?>(nil)
             let holderB = AtomicBox<CallbackSubscription?>(nil)
             let calls = AtomicBox(0)
-            holderA.mutate { slot in slot = subject.subscribe(on: .dispatch(queueA)) { _ in
-                calls.mutate { $0 += 1 }
-                holderB.value?.cancel()
-            } }
-            holderB.mutate { slot in slot = subject.subscribe(on: .dispatch(queueB)) { _ in
-                calls.mutate { $0 += 1 }
-                holderA.value?.cancel()
-            } }
+            holderA.mutate { slot in
+                slot = subject.subscribe(on: .dispatch(queueA)) { _ in
+                    calls.mutate { $0 += 1 }
+                    holderB.value?.cancel()
+                }
+            }
+            holderB.mutate { slot in
+                slot = subject.subscribe(on: .dispatch(queueB)) { _ in
+                    calls.mutate { $0 += 1 }
+                    holderA.value?.cancel()
+                }
+            }
             subject.send(round)
             let drained = DispatchGroup()
             for queue in [queueA, queueB] {

@@ -80,8 +80,13 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
 
     /// Adds a subscriber, as ``subscribe(on:receiveValue:receiveCompletion:)`` does.
     ///
-    /// - Parameter finishingWithSubject: Whether the subscriber receives `.finished` when the subject is released
-    ///   without a completion, as an iteration of ``values`` does.
+    /// - Parameters:
+    ///   - queue: Where the callbacks run.
+    ///   - finishingWithSubject: Whether the subscriber receives `.finished` when the subject is released without a
+    ///     completion, as an iteration of ``values`` does.
+    ///   - receiveValue: Called with each value sent after this subscription.
+    ///   - receiveCompletion: Called once with the completion.
+    /// - Returns: The subscription.
     func subscribe(
         on queue: CallbackQueue,
         finishingWithSubject: Bool,

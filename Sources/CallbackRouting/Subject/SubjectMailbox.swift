@@ -1,5 +1,6 @@
-/// The delivery state of one subscriber of a ``CallbackSubject``: the events it has not received yet, whether a drain
-/// delivers them, and whether it is closed. A pure state machine: ``SubjectSubscriber`` owns the lock around it.
+/// The delivery state of one subscriber: the events it has not received yet, its drain, and whether it is closed.
+///
+/// A pure state machine: ``SubjectSubscriber`` owns the lock around it.
 ///
 /// The rules it keeps:
 /// - At most one drain at a time (``DrainState/draining``), so calls to one subscriber never overlap, and it takes
@@ -49,8 +50,10 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
 
     /// Puts `value` in and, if no drain is scheduled or running, claims the drain for the caller.
     ///
-    /// - Parameter keepingOut: Whether a claimed value stays out of the mailbox, for the caller's drain to deliver
-    ///   first (``CallbackQueue/untouch``, where the drain runs on the caller's thread).
+    /// - Parameters:
+    ///   - value: The value sent.
+    ///   - keepingOut: Whether a claimed value stays out of the mailbox, for the caller's drain to deliver first
+    ///     (``CallbackQueue/untouch``, where the drain runs on the caller's thread).
     /// - Returns: Whether the caller must start the drain; `false` once closed.
     @inlinable
     mutating func putClaimingDrain(_ value: Output, keepingOut: Bool) -> Bool {
@@ -88,7 +91,9 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
         return event
     }
 
-    /// Closes the mailbox and drops what waits in it. A running drain stops at its next ``takeNext()``.
+    /// Closes the mailbox and drops what waits in it.
+    ///
+    /// A running drain stops at its next ``takeNext()``; nothing here waits for it.
     @inlinable
     mutating func close() {
         self.isClosed = true
