@@ -127,7 +127,7 @@ struct CallbackSubscriptionTests {
     func mutualCancelManyRounds() {
         let queueA = DispatchQueue(label: "test.mutual.rounds.a")
         let queueB = DispatchQueue(label: "test.mutual.rounds.b")
-        for round in 0..<3_000 {
+        for round in 0..<10_000 {
             let subject = CallbackSubject<Int, Never>()
             let holderA = AtomicBox<CallbackSubscription?>(nil)
             let holderB = AtomicBox<CallbackSubscription?>(nil)
