@@ -145,6 +145,34 @@ struct CallbackSubjectValuesTests {
         }
         #expect(await reader.value == 1)
     }
+
+    @Test("a loop ends, as finished, when the subject is released without a completion, after the values sent before")
+    func endsWhenTheSubjectIsReleased() async throws {
+        let holder = AtomicBox<CallbackSubject<Int, Broken>?>(CallbackSubject())
+        let ended = AtomicBox(false)
+        let reader = Task { () -> Result<[Int], Broken> in
+            // The loop holds only its iterator, as a `for await` over `subject.values` does.
+            guard var iterator = holder.mutate({ $0?.values.makeAsyncIterator() }) else { return .success([]) }
+            var received: [Int] = []
+            do throws(Broken) {
+                while let value = try await iterator.next() { received.append(value) }
+            } catch {
+                return .failure(error)
+            }
+            ended.mutate { $0 = true }
+            return .success(received)
+        }
+        #expect(await suspendUntil { holder.value?.subscriberCount == 1 })
+        holder.value?.send(1)
+        holder.value?.send(2)
+        weak let released = holder.value
+        holder.mutate { $0 = nil }
+        #expect(released == nil, "the iteration keeps the subject alive")
+        let endedInTime = await suspendUntil { ended.value }
+        #expect(endedInTime, "the loop still waits after its subject was released")
+        if !endedInTime { reader.cancel() }
+        #expect(try await reader.value.get() == [1, 2])
+    }
 }
 
 /// `values` from a @MainActor type: the loop's body may touch main-actor state (a compile-time check).

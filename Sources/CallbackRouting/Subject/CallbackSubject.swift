@@ -22,7 +22,11 @@
 ///   the completion at once (before ``subscribe(on:receiveValue:receiveCompletion:)`` returns, on `untouch`).
 /// - Every subscriber receives the events in one order, also when a callback sends or completes: values sent before a
 ///   completion reach every subscriber before it.
-/// - No subscriber is called while the subject's lock is held, so a callback may send, subscribe or cancel.
+/// - No subscriber is called while a lock of the subject or of any subscriber is held, and
+///   ``CallbackSubscription/cancel()`` waits for no callback, so a callback may send, complete, subscribe, or cancel
+///   any subscription: its own, or one whose callback runs on another thread at the same time.
+/// - An iteration of ``values`` does not keep the subject alive: releasing the subject without a completion ends it
+///   as finished. A subscriber of ``subscribe(on:receiveValue:receiveCompletion:)`` is not called then.
 public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     struct State: Sendable {
@@ -38,6 +42,17 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
 
     /// Creates a subject with no subscribers.
     public init() {}
+
+    deinit {
+        // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more. An iteration of
+        // `values` holds only its subscription, so it would wait for ever; it ends as finished, after the values
+        // already in its mailbox, as `GCDTimer.ticks` ends with its timer.
+        let state = self.state.value
+        guard state.completion == nil else { return }
+        let finishing = state.subscribers.filter(\.finishesWithSubject)
+        for subscriber in finishing { subscriber.enqueue(.completion(.finished)) }
+        for subscriber in finishing { subscriber.startDrainIfScheduled() }
+    }
 
     /// How many subscribers receive values now; 0 after a completion.
     public var subscriberCount: Int {
@@ -57,8 +72,32 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         receiveValue: @escaping @Sendable (Output) -> Void,
         receiveCompletion: @escaping @Sendable (SubjectCompletion<Failure>) -> Void = { _ in }
     ) -> CallbackSubscription {
+        self.subscribe(
+            on: queue,
+            finishingWithSubject: false,
+            receiveValue: receiveValue,
+            receiveCompletion: receiveCompletion
+        )
+    }
+
+    /// Adds a subscriber, as ``subscribe(on:receiveValue:receiveCompletion:)`` does.
+    ///
+    /// - Parameters:
+    ///   - queue: Where the callbacks run.
+    ///   - finishingWithSubject: Whether the subscriber receives `.finished` when the subject is released without a
+    ///     completion, as an iteration of ``values`` does.
+    ///   - receiveValue: Called with each value sent after this subscription.
+    ///   - receiveCompletion: Called once with the completion.
+    /// - Returns: The subscription.
+    func subscribe(
+        on queue: CallbackQueue,
+        finishingWithSubject: Bool,
+        receiveValue: @escaping @Sendable (Output) -> Void,
+        receiveCompletion: @escaping @Sendable (SubjectCompletion<Failure>) -> Void
+    ) -> CallbackSubscription {
         let subscriber = SubjectSubscriber(
             route: queue,
+            finishesWithSubject: finishingWithSubject,
             receiveValue: receiveValue,
             receiveCompletion: receiveCompletion
         )
@@ -78,7 +117,8 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    /// The values sent from the start of each iteration on, as an `AsyncSequence` that ends with the completion.
+    /// The values sent from the start of each iteration on, as an `AsyncSequence` that ends with the completion, or
+    /// as finished when the subject is released.
     ///
     /// Values the loop has not taken yet are all kept. See ``CallbackSubjectValues``.
     public var values: CallbackSubjectValues<Output, Failure> {
@@ -89,7 +129,8 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     /// `bufferingPolicy` says.
     ///
     /// - Parameter bufferingPolicy: What happens to values sent faster than the loop takes them.
-    /// - Returns: An `AsyncSequence` of the values that ends with the completion; see ``CallbackSubjectValues``.
+    /// - Returns: An `AsyncSequence` of the values that ends with the completion, or when the subject is released; see
+    ///   ``CallbackSubjectValues``.
     /// - Precondition: A buffer limit is 0 or more.
     public func values(
         bufferingPolicy: CallbackSubjectValues<Output, Failure>.BufferingPolicy

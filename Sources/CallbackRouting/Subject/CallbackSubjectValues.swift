@@ -19,9 +19,10 @@
 ///
 /// Each iteration subscribes when it starts (`makeAsyncIterator()`), on ``CallbackQueue/untouch``, and receives the
 /// values sent from then on, in send order. It ends when the subject completes; a `.failure` is thrown from the loop,
-/// typed: with `Failure == Never` the loop needs no `try`. Leaving the loop, or cancelling the iterating task,
-/// cancels the subscription. Values the loop has not taken yet wait in a buffer, kept as the ``BufferingPolicy``
-/// says.
+/// typed: with `Failure == Never` the loop needs no `try`. The iteration does not keep the subject alive: when the
+/// subject is released without a completion, the loop ends as finished, after the values sent before. Leaving the
+/// loop, or cancelling the iterating task, cancels the subscription. Values the loop has not taken yet wait in a
+/// buffer, kept as the ``BufferingPolicy`` says.
 public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// What happens to values sent faster than the loop takes them, as with `AsyncStream`.
     public enum BufferingPolicy: Sendable, Hashable {
@@ -59,6 +60,7 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
         )
         let subscription = self.subject.subscribe(
             on: .untouch,
+            finishingWithSubject: true,
             receiveValue: { value in continuation.yield(value) },
             receiveCompletion: { completion in
                 switch completion {
