@@ -10,82 +10,103 @@ import Testing
 /// pending all the same: "every pending highest-priority command runs before any pending lowest-priority one". The
 /// usual culprit is the thread that has just released the value and issues its next lowest-priority command.
 ///
-/// Knowing that the highest-priority `wait` is pending, without the value's queue count (a watcher is not counted):
-/// - thread R holds the value in a `wait` command closure; thread H, once R holds it, publishes "issuing" (an atomic
-///   store, no system call) and at once calls `wait.highestPriority.set`;
-/// - R sees the flag and keeps the value a further D, then returns (releasing it) and at once issues
-///   `wait.lowestPriority.set`.
-/// H has entered the call before R releases if the few instructions between H's flag and the library's first look
-/// at the turn take less than D. They do unless H loses its CPU in between, so:
-/// - D is at least twice the slowest of 200 whole `wait` commands on a free value, measured first (the path from the
-///   flag into the library is a prefix of that);
-/// - a round counts only if H was never preempted from before its flag until its command returned
-///   (`nonvoluntary_ctxt_switches` unchanged); rounds that do not count are reported, not checked.
-/// Keeping D short (a few microseconds) leaves H watching, not queued, at the release in many rounds.
+/// The round: thread R holds the value in a `wait` command closure. Thread L issues `wait.lowestPriority.set`; R waits
+/// until the value's own queue count shows it queued (certainly pending). Then thread H issues
+/// `wait.highestPriority.set`, and R releases as soon as H is certainly pending too, and at once issues another
+/// `wait.lowestPriority.set`. H must start before both lowest-priority commands.
+///
+/// Knowing that H is pending without the value's queue count (a watcher is not counted): H reads its own CPU time,
+/// publishes "issuing" (an atomic store) and at once calls the command. R waits until H has used at least G more CPU
+/// time than before its flag. The few instructions from the flag to the library's first look at the turn make no
+/// system call and cannot block, so a thread that has run G of CPU time past its flag is inside the call: it is
+/// pending. G is four times the median CPU time of a whole `wait` command on a free value (of which that path is a
+/// small prefix), and at least a microsecond. Per-thread CPU clocks read from another thread are exact on Linux, so
+/// preemption and a loaded machine only make R wait longer; they cannot make a round count that should not.
+/// Releasing as soon as G is reached leaves H still watching the turn (not yet queued) in many rounds.
 @Suite("Contract properties: a watching wait is pending", .serialized, .timeLimit(.minutes(1)))
 struct WatchingWaitPropertyTests {
-    /// The slowest of `samples` whole `wait.set` commands on a free value, in nanoseconds.
-    static func slowestFreeCommand(samples: Int = 200) -> UInt64 {
+    /// The median CPU time of `samples` whole `wait.set` commands on a free value, in nanoseconds.
+    static func freeCommandNanoseconds(samples: Int = 201) -> UInt64 {
         let value = QueueSafeValue(value: 0)
-        var slowest: UInt64 = 0
+        guard let clock = ThreadCPUClock.current() else { return 100_000 }
+        var times: [UInt64] = []
         for _ in 0..<samples {
-            let begin = DispatchTime.now().uptimeNanoseconds
+            let begin = clock.nanoseconds ?? 0
             value.wait.highestPriority.set { $0 += 1 }
-            slowest = max(slowest, DispatchTime.now().uptimeNanoseconds - begin)
+            times.append((clock.nanoseconds ?? 0) &- begin)
         }
-        return slowest
+        return times.sorted()[samples / 2]
     }
 
-    static func spin(nanoseconds: UInt64) {
-        let end = DispatchTime.now().uptimeNanoseconds + nanoseconds
-        while DispatchTime.now().uptimeNanoseconds < end {}
+    /// Thread H's part in a round.
+    final class Watcher: Sendable {
+        let flag = SpinFlag()
+        let clock = AtomicBox<ThreadCPUClock?>(nil)
+        /// Its CPU time just before its flag.
+        let before = Atomic<UInt64>(0)
+
+        /// Whether it has used at least `nanoseconds` of CPU time since ``before``; read by R.
+        func hasRun(_ nanoseconds: UInt64) -> Bool {
+            guard let now = self.clock.value?.nanoseconds else { return false }
+            return now >= self.before.load(ordering: .relaxed) + nanoseconds
+        }
     }
 
-    @Test("the releasing thread's next lowest-priority wait never overtakes a pending highest-priority wait")
-    func releasingThreadDoesNotOvertake() {
-        let rounds = PropertyRun.rounds(400)
-        var random = PropertyRun.random(4)
-        let minimumHold = max(1_000, 2 * Self.slowestFreeCommand())
-        let holds = (0..<rounds).map { _ in minimumHold + UInt64.random(in: 0...20_000, using: &random) }
+    @Test("a pending wait still watching the turn runs before queued and later lowest-priority waits")
+    func watchingWaitsRunByPriority() {
+        let rounds = PropertyRun.rounds(120)
+        let minimumRun = max(1_000, 4 * Self.freeCommandNanoseconds())
         let value = QueueSafeValue(value: 0)
         let history = PropertyHistory()
         let holding = SpinFlag()
-        let issuing = SpinFlag()
-        let roundDone = SpinFlag()
+        let lowestQueued = SpinFlag()
+        let watcher = Watcher()
+        let done = [SpinFlag(), SpinFlag()]
         let counted = AtomicBox([Bool](repeating: false, count: rounds))
-        let finished = runOnThreads(2, seconds: 20) { index in
+        let queuedAtRelease = AtomicBox([0, 0, 0])
+        // Ids: 4r hold, 4r+1 highest (H), 4r+2 lowest (L, queued), 4r+3 the releasing thread's next lowest.
+        let finished = runOnThreads(3, seconds: 20) { index in
             for round in 1...rounds {
-                let hold = 3 * round
-                let highest = 3 * round + 1
-                let lowest = 3 * round + 2
-                if index == 0 {
-                    // R: holds, lets go D after H's flag, and issues its next lowest-priority command at once.
-                    history.record("issuing", hold, 0)
-                    value.wait.lowestPriority.set { count in
-                        history.record("start", hold, 0)
-                        holding.set(round)
-                        guard issuing.spin(until: round) else { return }
-                        Self.spin(nanoseconds: holds[round - 1])
-                        history.record("end", hold, 0)
-                    }
-                    history.record("issuing", lowest, 0)
+                switch index {
+                case 0:
                     value.wait.lowestPriority.set { _ in
-                        history.record("start", lowest, 0)
-                        history.record("end", lowest, 0)
+                        history.record("start", 4 * round, 0)
+                        holding.set(round)
+                        guard eventually({ value.waitingCommandCount == 1 }) else { return }
+                        history.record("issued", 4 * round + 2, 0)
+                        lowestQueued.set(round)
+                        guard watcher.flag.spin(until: round) else { return }
+                        let limit = deadline(1)
+                        while !watcher.hasRun(minimumRun) && DispatchTime.now() < limit {}
+                        counted.mutate { $0[round - 1] = watcher.hasRun(minimumRun) }
+                        queuedAtRelease.mutate { $0[min(2, value.waitingCommandCount)] += 1 }
+                        history.record("end", 4 * round, 0)
                     }
-                    guard roundDone.spin(until: round) else { return }
-                } else {
-                    guard holding.spin(until: round) else { return }
-                    let before = involuntarySwitches()
-                    history.record("issuing", highest, 1)
-                    issuing.set(round)
+                    // No record between the release and the next command: the releasing thread goes straight on.
+                    value.wait.lowestPriority.set { _ in
+                        history.record("start", 4 * round + 3, 0)
+                        history.record("end", 4 * round + 3, 0)
+                    }
+                    for flag in done { guard flag.spin(until: round) else { return } }
+                case 1:
+                    if round == 1 { watcher.clock.mutate { $0 = ThreadCPUClock.current() } }
+                    guard lowestQueued.spin(until: round) else { return }
+                    history.record("issuing", 4 * round + 1, 1)
+                    watcher.before.store(watcher.clock.value?.nanoseconds ?? UInt64.max / 2, ordering: .relaxed)
+                    watcher.flag.set(round)
                     value.wait.highestPriority.set { _ in
-                        history.record("start", highest, 1)
-                        history.record("end", highest, 1)
+                        history.record("start", 4 * round + 1, 1)
+                        history.record("end", 4 * round + 1, 1)
                     }
-                    let after = involuntarySwitches()
-                    counted.mutate { $0[round - 1] = before != nil && before == after }
-                    roundDone.set(round)
+                    done[0].set(round)
+                default:
+                    guard holding.spin(until: round) else { return }
+                    history.record("issuing", 4 * round + 2, 0)
+                    value.wait.lowestPriority.set { _ in
+                        history.record("start", 4 * round + 2, 0)
+                        history.record("end", 4 * round + 2, 0)
+                    }
+                    done[1].set(round)
                 }
             }
         }
@@ -93,21 +114,27 @@ struct WatchingWaitPropertyTests {
         let events = history.events
         var start: [Int: Int] = [:]
         for event in events where event.kind == "start" { start[event.payload] = event.sequence }
-        let countedRounds = counted.value
-        var overtaken: [Int] = []
-        for round in 1...rounds where countedRounds[round - 1] {
-            if let highest = start[3 * round + 1], let lowest = start[3 * round + 2], lowest < highest {
-                overtaken.append(round)
-            }
+        func overtaken(_ round: Int) -> Int? {
+            guard let highest = start[4 * round + 1] else { return nil }
+            for lowest in [4 * round + 2, 4 * round + 3] where (start[lowest] ?? Int.max) < highest { return lowest }
+            return nil
         }
+        let countedRounds = counted.value
         let checked = countedRounds.filter { $0 }.count
-        #expect(checked > 0, "no round could be counted: H was preempted in every one")
-        if let round = overtaken.first, let lowest = start[3 * round + 2], let highest = start[3 * round + 1] {
+        let violations = (1...rounds).filter { countedRounds[$0 - 1] && overtaken($0) != nil }
+        print(
+            "watching wait: overtaken in \(violations.count) of \(checked) counted rounds; queued commands at release "
+                + "(0, 1, 2+): \(queuedAtRelease.value); G = \(minimumRun) ns"
+        )
+        #expect(checked > 0, "no round could be counted: H never got the CPU time")
+        if let round = violations.first, let lowest = overtaken(round).flatMap({ start[$0] }),
+            let highest = start[4 * round + 1]
+        {
             Issue.record(
                 Comment(
                     rawValue: PropertyRun.failure(
-                        "the releasing thread's lowest-priority wait overtook a pending highest-priority wait in "
-                            + "\(overtaken.count) of \(checked) counted rounds (D ≥ \(minimumHold) ns)",
+                        "a lowest-priority wait overtook a pending highest-priority wait in \(violations.count) of "
+                            + "\(checked) counted rounds (G = \(minimumRun) ns)",
                         round: round
                     ) + "\n" + PropertyHistory.excerpt(of: events, around: [lowest, highest])
                 )
