@@ -35,6 +35,9 @@ public final class OverlapDetector: @unchecked Sendable {
         return try body()
     }
 
+    /// Whether a section has begun and not yet ended.
+    public var isInside: Bool { self.inside.load(ordering: .acquiring) }
+
     /// How many sections found another one inside when they started.
     public var overlaps: Int { self.overlapCount.load(ordering: .relaxed) }
 
