@@ -20,6 +20,8 @@ struct ExclusionPropertyTests {
 
     @Test("the command closures of one value never run at the same time, across all three schedules")
     func valueClosures() async {
+        let failures = PropertyFailures()
+        defer { report(failures) }
         let random = PropertyRun.random(10)
         let rounds = PropertyRun.rounds(6)
         let serial = DispatchQueue(label: "props.exclusion.value.serial")
@@ -34,7 +36,8 @@ struct ExclusionPropertyTests {
             let issued = Atomic<Int>(0)
             let asyncRan = DispatchGroup()
             let seeds = (0..<(threads + tasks)).map { random.derived($0) }
-            let threadsDone = runOnThreads(threads, seconds: 10) { index in
+            // The threads and the tasks issue at the same time.
+            async let threadsDone = offPool { runOnThreads(threads, seconds: 10) { index in
                 var random = seeds[index]
                 for _ in 0..<perThread {
                     let highest = random.chance(50)
@@ -75,7 +78,7 @@ struct ExclusionPropertyTests {
                         )
                     }
                 }
-            }
+            } }
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<tasks {
                     var random = seeds[threads + index]
@@ -89,89 +92,92 @@ struct ExclusionPropertyTests {
                     }
                 }
             }
-            let asyncDone = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: asyncRan.wait(timeout: deadline(10))) }
-            }
-            #expect(threadsDone && asyncDone == .success, "\(PropertyRun.failure("every command runs", round: round))")
-            #expect(
+            let threadsFinished = await threadsDone
+            let asyncDone = await waitOffPool(asyncRan, seconds: 10)
+            failures.expect(threadsFinished && asyncDone, "\(PropertyRun.failure("every command runs", round: round))")
+            failures.expect(
                 detector.overlaps == 0,
                 "\(PropertyRun.failure("command closures of one value never overlap", round: round)): \(detector.overlaps) overlaps"
             )
-            #expect(detector.count == threads * perThread + tasks * perTask, "lost updates: unsynchronized sections")
+            failures.expect(detector.count == threads * perThread + tasks * perTask, "lost updates: unsynchronized sections")
             if detector.overlaps > 0 { return }
         }
     }
 
     @Test("the blocks of one serial GCDQueue never run at the same time: sync, nested sync, async, <<<, barrierSync")
-    func serialQueueBlocks() {
-        let random = PropertyRun.random(11)
-        let rounds = PropertyRun.rounds(4)
-        for round in 0..<rounds {
-            let serial = GCDQueue(name: "props.exclusion.a.\(round)")
-            let other = GCDQueue(name: "props.exclusion.b.\(round)")
-            let concurrent = GCDQueue(name: "props.exclusion.c.\(round)", kind: .concurrent)
-            let detector = OverlapDetector()
-            let sent = DispatchGroup()
-            let sections = Atomic<Int>(0)
-            let seeds = (0..<3).map { random.derived($0) }
-            let finished = runOnThreads(3, seconds: 10) { index in
-                var random = seeds[index]
-                for _ in 0..<60 {
-                    let amount = Int.random(in: 0..<400, using: &random)
-                    let block = { @Sendable in detector.section { Self.work(amount) } }
-                    // Nesting only ever goes from `serial` into the others and back, never the other way round, so
-                    // the workload itself has no lock-order cycle.
-                    switch Int.random(in: 0..<9, using: &random) {
-                    case 0:
-                        serial.sync(block)
-                        sections.add(1, ordering: .relaxed)
-                    case 1:
-                        sent.enter()
-                        serial.async {
-                            block()
-                            sent.leave()
-                        }
-                        sections.add(1, ordering: .relaxed)
-                    case 2:
-                        sent.enter()
-                        serial <<< {
-                            block()
-                            sent.leave()
-                        }
-                        sections.add(1, ordering: .relaxed)
-                    case 3:
-                        serial.sync { other.sync { serial.sync(block) } }
-                        sections.add(1, ordering: .relaxed)
-                    case 4:
-                        concurrent.barrierSync { serial.sync(block) }
-                        sections.add(1, ordering: .relaxed)
-                    case 5:
-                        concurrent.sync { serial.sync(block) }
-                        sections.add(1, ordering: .relaxed)
-                    case 6:
-                        concurrent.iterate(3) { _ in serial.sync(block) }
-                        sections.add(3, ordering: .relaxed)
-                    case 7:
-                        serial.sync {
-                            block()
+    func serialQueueBlocks() async {
+        let failures = PropertyFailures()
+        await offPool {
+            let random = PropertyRun.random(11)
+            let rounds = PropertyRun.rounds(4)
+            for round in 0..<rounds {
+                let serial = GCDQueue(name: "props.exclusion.a.\(round)")
+                let other = GCDQueue(name: "props.exclusion.b.\(round)")
+                let concurrent = GCDQueue(name: "props.exclusion.c.\(round)", kind: .concurrent)
+                let detector = OverlapDetector()
+                let sent = DispatchGroup()
+                let sections = Atomic<Int>(0)
+                let seeds = (0..<3).map { random.derived($0) }
+                let finished = runOnThreads(3, seconds: 10) { index in
+                    var random = seeds[index]
+                    for _ in 0..<60 {
+                        let amount = Int.random(in: 0..<400, using: &random)
+                        let block = { @Sendable in detector.section { Self.work(amount) } }
+                        // Nesting only ever goes from `serial` into the others and back, never the other way round, so
+                        // the workload itself has no lock-order cycle.
+                        switch Int.random(in: 0..<9, using: &random) {
+                        case 0:
                             serial.sync(block)
+                            sections.add(1, ordering: .relaxed)
+                        case 1:
+                            sent.enter()
+                            serial.async {
+                                block()
+                                sent.leave()
+                            }
+                            sections.add(1, ordering: .relaxed)
+                        case 2:
+                            sent.enter()
+                            serial <<< {
+                                block()
+                                sent.leave()
+                            }
+                            sections.add(1, ordering: .relaxed)
+                        case 3:
+                            serial.sync { other.sync { serial.sync(block) } }
+                            sections.add(1, ordering: .relaxed)
+                        case 4:
+                            concurrent.barrierSync { serial.sync(block) }
+                            sections.add(1, ordering: .relaxed)
+                        case 5:
+                            concurrent.sync { serial.sync(block) }
+                            sections.add(1, ordering: .relaxed)
+                        case 6:
+                            concurrent.iterate(3) { _ in serial.sync(block) }
+                            sections.add(3, ordering: .relaxed)
+                        case 7:
+                            serial.sync {
+                                block()
+                                serial.sync(block)
+                            }
+                            sections.add(2, ordering: .relaxed)
+                        default:
+                            serial.barrierSync(block)
+                            sections.add(1, ordering: .relaxed)
                         }
-                        sections.add(2, ordering: .relaxed)
-                    default:
-                        serial.barrierSync(block)
-                        sections.add(1, ordering: .relaxed)
                     }
                 }
+                let drained = sent.wait(timeout: deadline(10)) == .success
+                failures.expect(finished && drained, "\(PropertyRun.failure("every block runs (deadlock?)", round: round))")
+                failures.expect(
+                    detector.overlaps == 0,
+                    "\(PropertyRun.failure("blocks of one serial queue never overlap", round: round)): \(detector.overlaps)"
+                )
+                failures.expect(detector.count == sections.load(ordering: .relaxed), "lost updates: unsynchronized blocks")
+                if detector.overlaps > 0 { return }
             }
-            let drained = sent.wait(timeout: deadline(10)) == .success
-            #expect(finished && drained, "\(PropertyRun.failure("every block runs (deadlock?)", round: round))")
-            #expect(
-                detector.overlaps == 0,
-                "\(PropertyRun.failure("blocks of one serial queue never overlap", round: round)): \(detector.overlaps)"
-            )
-            #expect(detector.count == sections.load(ordering: .relaxed), "lost updates: unsynchronized blocks")
-            if detector.overlaps > 0 { return }
         }
+        report(failures)
     }
 
     /// The exit code of the `iterate` child when two blocks of the serial queue overlapped.
@@ -186,16 +192,22 @@ struct ExclusionPropertyTests {
     @Test("iterate on a concurrent queue from inside a serial queue's sync never runs two of its blocks at once")
     func iterateInsideSync() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let rounds = PropertyRun.rounds(10)
+            // On a thread of its own: iterate's workers need the pool threads a blocked test task would hold.
+            let overlaps = await offPool {
             var overlaps = 0
-            for round in 0..<rounds {
+            for round in 0..<PropertyRun.rounds(10) {
                 let serial = GCDQueue(name: "props.iterate.a.\(round)")
                 let concurrent = GCDQueue(name: "props.iterate.c.\(round)", kind: .concurrent)
                 let detector = OverlapDetector()
                 serial.sync {
-                    concurrent.iterate(64) { _ in serial.sync { detector.section { ExclusionPropertyTests.work(2_000) } } }
+                    concurrent.iterate(64) { _ in
+                        // A pause inside the block widens the window in which a second one could start.
+                        serial.sync { detector.section { Thread.sleep(forTimeInterval: 0.000_05) } }
+                    }
                 }
                 overlaps += detector.overlaps
+            }
+            return overlaps
             }
             if overlaps > 0 {
                 FileHandle.standardError.write(

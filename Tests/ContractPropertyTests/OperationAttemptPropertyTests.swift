@@ -155,80 +155,88 @@ struct OperationAttemptPropertyTests {
     }
 
     @Test("the attempts of one operation never overlap, it never finishes mid-attempt, and every operation finishes")
-    func attemptsNeverOverlap() {
-        var random = PropertyRun.random(40)
-        let rounds = PropertyRun.rounds(8)
-        var seen = Set<String>()
-        for round in 0..<rounds {
-            let queuer = Queuer(name: "props.operations.\(round)", maxConcurrentOperationCount: 4)
-            var subjects: [Subject] = []
-            for index in 0..<24 {
-                let (subject, helper) = Self.make(&random, index: index)
-                subjects.append(subject)
-                if let helper { onNewThread(helper) }
-                queuer.addOperation(subject.operation)
-            }
-            let limit = DispatchTime.now() + .seconds(3)
-            while !subjects.allSatisfy({ $0.operation.isFinished }) && DispatchTime.now() < limit {
-                Thread.sleep(forTimeInterval: 0.000_5)
-            }
-            for subject in subjects {
-                var rule: String?
-                if !subject.operation.isFinished {
-                    rule = "every operation finishes (not within 3 s)"
-                } else if subject.attempts.overlaps > 0 {
-                    rule = "the attempts of one operation never overlap (\(subject.attempts.overlaps) overlaps)"
-                } else if subject.finishedDuringAttempt.value {
-                    rule = "an operation never finishes while one of its attempts runs"
+    func attemptsNeverOverlap() async {
+        let failures = PropertyFailures()
+        await offPool {
+            var random = PropertyRun.random(40)
+            let rounds = PropertyRun.rounds(8)
+            var seen = Set<String>()
+            for round in 0..<rounds {
+                let queuer = Queuer(name: "props.operations.\(round)", maxConcurrentOperationCount: 4)
+                var subjects: [Subject] = []
+                for index in 0..<24 {
+                    let (subject, helper) = Self.make(&random, index: index)
+                    subjects.append(subject)
+                    if let helper { onNewThread(helper) }
+                    queuer.addOperation(subject.operation)
                 }
-                // One issue per rule and kind of operation, so that one run shows every distinct break.
-                if let rule, seen.insert(rule + subject.kind).inserted {
-                    Issue.record(Comment(rawValue: PropertyRun.failure(rule, round: round) + " — " + subject.state))
+                let limit = DispatchTime.now() + .seconds(3)
+                while !subjects.allSatisfy({ $0.operation.isFinished }) && DispatchTime.now() < limit {
+                    Thread.sleep(forTimeInterval: 0.000_5)
+                }
+                for subject in subjects {
+                    var rule: String?
+                    if !subject.operation.isFinished {
+                        rule = "every operation finishes (not within 3 s)"
+                    } else if subject.attempts.overlaps > 0 {
+                        rule = "the attempts of one operation never overlap (\(subject.attempts.overlaps) overlaps)"
+                    } else if subject.finishedDuringAttempt.value {
+                        rule = "an operation never finishes while one of its attempts runs"
+                    }
+                    // One issue per rule and kind of operation, so that one run shows every distinct break.
+                    if let rule, seen.insert(rule + subject.kind).inserted {
+                        failures.record(( PropertyRun.failure(rule, round: round) + " — " + subject.state))
+                    }
                 }
             }
         }
+        report(failures)
     }
 
     @Test("a cancel() racing the end of a failed attempt never leaves the operation unfinished (manual and timed retry)")
-    func cancelRacingAttemptEnd() {
-        let random = PropertyRun.random(41)
-        let perThread = PropertyRun.rounds(150)
-        let queuer = Queuer(name: "props.operations.cancel", maxConcurrentOperationCount: 4)
-        let seeds = (0..<4).map { random.derived($0) }
-        let stuck = AtomicBox<[String]>([])
-        let finished = runOnThreads(4, seconds: 20) { index in
-            var random = seeds[index]
-            for number in 0..<perThread {
-                let ended = SpinFlag()
-                let manual = random.chance(70)
-                let operation = ConcurrentOperation(name: "cancel race \(index).\(number)") { operation in
-                    operation.success = false
-                    ended.set(1)
-                }
-                if manual {
-                    operation.manualRetry = true
-                } else {
-                    operation.retryPolicy = .constant(.seconds(3_600))
-                }
-                queuer.addOperation(operation)
-                guard ended.spin(until: 1) else { break }
-                for _ in 0..<Int.random(in: 0..<12, using: &random) { ended.pause() }
-                operation.cancel()
-                let limit = DispatchTime.now() + .seconds(2)
-                while !operation.isFinished && DispatchTime.now() < limit { Thread.sleep(forTimeInterval: 0.000_1) }
-                if !operation.isFinished {
-                    let state = "\(manual ? "manual retry" : "retry in an hour"), op \(index).\(number): cancelled "
-                        + "\(operation.isCancelled), waiting for retry \(operation.isWaitingForRetry)"
-                    stuck.mutate { $0.append(state) }
-                    return
+    func cancelRacingAttemptEnd() async {
+        let failures = PropertyFailures()
+        await offPool {
+            let random = PropertyRun.random(41)
+            let perThread = PropertyRun.rounds(150)
+            let queuer = Queuer(name: "props.operations.cancel", maxConcurrentOperationCount: 4)
+            let seeds = (0..<4).map { random.derived($0) }
+            let stuck = AtomicBox<[String]>([])
+            let finished = runOnThreads(4, seconds: 20) { index in
+                var random = seeds[index]
+                for number in 0..<perThread {
+                    let ended = SpinFlag()
+                    let manual = random.chance(70)
+                    let operation = ConcurrentOperation(name: "cancel race \(index).\(number)") { operation in
+                        operation.success = false
+                        ended.set(1)
+                    }
+                    if manual {
+                        operation.manualRetry = true
+                    } else {
+                        operation.retryPolicy = .constant(.seconds(3_600))
+                    }
+                    queuer.addOperation(operation)
+                    guard ended.spin(until: 1) else { break }
+                    for _ in 0..<Int.random(in: 0..<12, using: &random) { ended.pause() }
+                    operation.cancel()
+                    let limit = DispatchTime.now() + .seconds(2)
+                    while !operation.isFinished && DispatchTime.now() < limit { Thread.sleep(forTimeInterval: 0.000_1) }
+                    if !operation.isFinished {
+                        let state = "\(manual ? "manual retry" : "retry in an hour"), op \(index).\(number): cancelled "
+                            + "\(operation.isCancelled), waiting for retry \(operation.isWaitingForRetry)"
+                        stuck.mutate { $0.append(state) }
+                        return
+                    }
                 }
             }
+            failures.expect(finished, "\(PropertyRun.failure("the workers return"))")
+            let unfinished = stuck.value
+            failures.expect(
+                unfinished.isEmpty,
+                "\(PropertyRun.failure("every operation finishes after cancel()")): not within 2 s: \(unfinished)"
+            )
         }
-        #expect(finished, "\(PropertyRun.failure("the workers return"))")
-        let unfinished = stuck.value
-        #expect(
-            unfinished.isEmpty,
-            "\(PropertyRun.failure("every operation finishes after cancel()")): not within 2 s: \(unfinished)"
-        )
+        report(failures)
     }
 }

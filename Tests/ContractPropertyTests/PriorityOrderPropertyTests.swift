@@ -44,21 +44,17 @@ struct PriorityOrderPropertyTests {
     }
 
     /// Checks one round's history; records an issue naming the seed and showing the history around the violation.
-    static func check(_ history: PropertyHistory, round: Int, finished: Bool) -> Bool {
+    static func check(_ history: PropertyHistory, round: Int, finished: Bool, _ failures: PropertyFailures) -> Bool {
         let events = history.events
         guard finished else {
-            Issue.record(
-                Comment(
-                    rawValue: PropertyRun.failure("every issued command runs (timed out)", round: round) + "\n"
+            failures.record(( PropertyRun.failure("every issued command runs (timed out)", round: round) + "\n"
                         + PropertyHistory.excerpt(of: events, around: [events.count - 1], radius: 8)
                 )
             )
             return false
         }
         if let violation = CommandOrderChecker(events: events).firstViolation() {
-            Issue.record(
-                Comment(
-                    rawValue: PropertyRun.failure(violation.rule, round: round) + "\n"
+            failures.record(( PropertyRun.failure(violation.rule, round: round) + "\n"
                         + PropertyHistory.excerpt(of: events, around: violation.around)
                 )
             )
@@ -75,77 +71,81 @@ struct PriorityOrderPropertyTests {
     }
 
     @Test("async(performIn:): pending commands run by priority, then in issue order")
-    func asyncSchedule() {
-        var random = PropertyRun.random(1)
-        let rounds = PropertyRun.rounds(40)
-        let issuers = 3
-        let perIssuer = 8
-        let shared = DispatchQueue(label: "props.async.shared", attributes: .concurrent)
-        let serial = (0..<issuers).map { DispatchQueue(label: "props.async.serial.\($0)") }
-        let holdQueue = DispatchQueue(label: "props.async.hold")
-        for round in 0..<rounds {
-            let value = QueueSafeValue(value: 0)
-            let history = PropertyHistory()
-            let hold = Hold(value, history: history, queue: holdQueue)
-            #expect(hold.isHolding())
-            let total = issuers * perIssuer
-            let ran = DispatchGroup()
-            for _ in 0..<total { ran.enter() }
-            // The releasing thread lets go after a random number of commands were issued, so some are pending at
-            // release and others race it.
-            let releaseAfter = Int.random(in: 0...total, using: &random)
-            let issuedCount = Atomic<Int>(0)
-            let seeds = (0...issuers).map { random.derived($0) }
-            let finished = runOnThreads(issuers + 1, seconds: 5) { index in
-                var random = seeds[index]
-                if index == issuers {
-                    let limit = deadline(5)
-                    while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
-                    hold.release()
-                    return
-                }
-                for number in 0..<perIssuer {
-                    let id = 1 + index * perIssuer + number
-                    let isHighest = random.chance(50)
-                    let priority = isHighest ? 1 : 0
-                    let queue = random.chance(50) ? serial[index] : shared
-                    let schedule = value.async(performIn: queue)
-                    let command = isHighest ? schedule.highestPriority : schedule.lowestPriority
-                    let amount = Int.random(in: 0..<200, using: &random)
-                    let manual = random.chance(40)
-                    let lateDone = random.chance(50)
-                    history.record("issuing", id, priority)
-                    if manual {
-                        command.set(manualCompletion: { _, done in
-                            history.record("start", id, priority)
-                            Self.work(amount)
-                            history.record("end", id, priority)
-                            if lateDone {
-                                DispatchQueue.global().async {
+    func asyncSchedule() async {
+        let failures = PropertyFailures()
+        await offPool {
+            var random = PropertyRun.random(1)
+            let rounds = PropertyRun.rounds(40)
+            let issuers = 3
+            let perIssuer = 8
+            let shared = DispatchQueue(label: "props.async.shared", attributes: .concurrent)
+            let serial = (0..<issuers).map { DispatchQueue(label: "props.async.serial.\($0)") }
+            let holdQueue = DispatchQueue(label: "props.async.hold")
+            for round in 0..<rounds {
+                let value = QueueSafeValue(value: 0)
+                let history = PropertyHistory()
+                let hold = Hold(value, history: history, queue: holdQueue)
+                failures.expect(hold.isHolding())
+                let total = issuers * perIssuer
+                let ran = DispatchGroup()
+                for _ in 0..<total { ran.enter() }
+                // The releasing thread lets go after a random number of commands were issued, so some are pending at
+                // release and others race it.
+                let releaseAfter = Int.random(in: 0...total, using: &random)
+                let issuedCount = Atomic<Int>(0)
+                let seeds = (0...issuers).map { random.derived($0) }
+                let finished = runOnThreads(issuers + 1, seconds: 5) { index in
+                    var random = seeds[index]
+                    if index == issuers {
+                        let limit = deadline(5)
+                        while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
+                        hold.release()
+                        return
+                    }
+                    for number in 0..<perIssuer {
+                        let id = 1 + index * perIssuer + number
+                        let isHighest = random.chance(50)
+                        let priority = isHighest ? 1 : 0
+                        let queue = random.chance(50) ? serial[index] : shared
+                        let schedule = value.async(performIn: queue)
+                        let command = isHighest ? schedule.highestPriority : schedule.lowestPriority
+                        let amount = Int.random(in: 0..<200, using: &random)
+                        let manual = random.chance(40)
+                        let lateDone = random.chance(50)
+                        history.record("issuing", id, priority)
+                        if manual {
+                            command.set(manualCompletion: { _, done in
+                                history.record("start", id, priority)
+                                Self.work(amount)
+                                history.record("end", id, priority)
+                                if lateDone {
+                                    DispatchQueue.global().async {
+                                        done()
+                                        ran.leave()
+                                    }
+                                } else {
                                     done()
                                     ran.leave()
                                 }
-                            } else {
-                                done()
+                            })
+                        } else {
+                            command.set(accessClosure: { count in
+                                history.record("start", id, priority)
+                                count += 1
+                                Self.work(amount)
+                                history.record("end", id, priority)
                                 ran.leave()
-                            }
-                        })
-                    } else {
-                        command.set(accessClosure: { count in
-                            history.record("start", id, priority)
-                            count += 1
-                            Self.work(amount)
-                            history.record("end", id, priority)
-                            ran.leave()
-                        })
+                            })
+                        }
+                        history.record("issued", id, priority)
+                        issuedCount.add(1, ordering: .releasing)
                     }
-                    history.record("issued", id, priority)
-                    issuedCount.add(1, ordering: .releasing)
                 }
+                let allRan = finished && ran.wait(timeout: deadline(5)) == .success
+                if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
-            let allRan = finished && ran.wait(timeout: deadline(5)) == .success
-            if !Self.check(history, round: round, finished: allRan) { return }
         }
+        report(failures)
     }
 
     /// Issues `count` commands one at a time with `issue`, recording `issued` for each once the value's queue has
@@ -170,6 +170,8 @@ struct PriorityOrderPropertyTests {
 
     @Test("suspend: queued commands run by priority, then in issue order; later ones never overtake them")
     func suspendSchedule() async {
+        let failures = PropertyFailures()
+        defer { report(failures) }
         var random = PropertyRun.random(2)
         let rounds = PropertyRun.rounds(25)
         let holdQueue = DispatchQueue(label: "props.suspend.hold")
@@ -177,7 +179,7 @@ struct PriorityOrderPropertyTests {
             let value = QueueSafeValue(value: 0)
             let history = PropertyHistory()
             let hold = Hold(value, history: history, queue: holdQueue)
-            #expect(hold.isHolding())
+            failures.expect(await offPool { hold.isHolding() })
             let paced = Int.random(in: 2...8, using: &random)
             let late = Int.random(in: 0...4, using: &random)
             let ran = DispatchGroup()
@@ -195,8 +197,17 @@ struct PriorityOrderPropertyTests {
                     ran.leave()
                 }
             }
-            let queuedAll = Self.issuePaced(value, history: history, count: paced, random: &random, issue: issue)
-            #expect(queuedAll, "\(PropertyRun.failure("a suspend command on a held value queues", round: round))")
+            // Paced as `issuePaced` does, polling without blocking the pool the commands' tasks need.
+            var queuedAll = true
+            for id in 1...paced where queuedAll {
+                let queued = value.waitingCommandCount
+                let highest = random.chance(50)
+                history.record("issuing", id, highest ? 1 : 0)
+                issue(id, highest)
+                queuedAll = await suspendUntil { value.waitingCommandCount == queued + 1 }
+                history.record("issued", id, highest ? 1 : 0)
+            }
+            failures.expect(queuedAll, "\(PropertyRun.failure("a suspend command on a held value queues", round: round))")
             // Commands that race the release: issued, never certainly pending, so they may only be overtaken.
             var lateRandom = random.derived(round)
             hold.release()
@@ -206,53 +217,55 @@ struct PriorityOrderPropertyTests {
                 history.record("issuing", id, highest ? 1 : 0)
                 issue(id, highest)
             }
-            let allRan = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async { continuation.resume(returning: ran.wait(timeout: deadline(5))) }
-            }
-            if !Self.check(history, round: round, finished: allRan == .success) { return }
+            let allRan = await waitOffPool(ran)
+            if !Self.check(history, round: round, finished: allRan, failures) { return }
         }
     }
 
     @Test("wait: queued commands run by priority, then in issue order; the releasing thread never overtakes them")
-    func waitScheduleQueued() {
-        var random = PropertyRun.random(3)
-        let rounds = PropertyRun.rounds(25)
-        let holdQueue = DispatchQueue(label: "props.wait.hold")
-        for round in 0..<rounds {
-            let value = QueueSafeValue(value: 0)
-            let history = PropertyHistory()
-            let hold = Hold(value, history: history, queue: holdQueue)
-            #expect(hold.isHolding())
-            let paced = Int.random(in: 2...6, using: &random)
-            let ran = DispatchGroup()
-            for _ in 0..<(paced + 1) { ran.enter() }
-            let queuedAll = Self.issuePaced(value, history: history, count: paced, random: &random) { id, highest in
-                let priority = highest ? 1 : 0
+    func waitScheduleQueued() async {
+        let failures = PropertyFailures()
+        await offPool {
+            var random = PropertyRun.random(3)
+            let rounds = PropertyRun.rounds(25)
+            let holdQueue = DispatchQueue(label: "props.wait.hold")
+            for round in 0..<rounds {
+                let value = QueueSafeValue(value: 0)
+                let history = PropertyHistory()
+                let hold = Hold(value, history: history, queue: holdQueue)
+                failures.expect(hold.isHolding())
+                let paced = Int.random(in: 2...6, using: &random)
+                let ran = DispatchGroup()
+                for _ in 0..<(paced + 1) { ran.enter() }
+                let queuedAll = Self.issuePaced(value, history: history, count: paced, random: &random) { id, highest in
+                    let priority = highest ? 1 : 0
+                    onNewThread {
+                        let schedule = value.wait
+                        let command = highest ? schedule.highestPriority : schedule.lowestPriority
+                        command.set { count in
+                            history.record("start", id, priority)
+                            count += 1
+                            history.record("end", id, priority)
+                        }
+                        ran.leave()
+                    }
+                }
+                failures.expect(queuedAll, "\(PropertyRun.failure("a wait command on a held value queues", round: round))")
+                // The releasing thread's own next lowest-priority command, at once after the release.
                 onNewThread {
-                    let schedule = value.wait
-                    let command = highest ? schedule.highestPriority : schedule.lowestPriority
-                    command.set { count in
-                        history.record("start", id, priority)
+                    hold.release()
+                    history.record("issuing", 99, 0)
+                    value.wait.lowestPriority.set { count in
+                        history.record("start", 99, 0)
                         count += 1
-                        history.record("end", id, priority)
+                        history.record("end", 99, 0)
                     }
                     ran.leave()
                 }
+                let allRan = ran.wait(timeout: deadline(5)) == .success
+                if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
-            #expect(queuedAll, "\(PropertyRun.failure("a wait command on a held value queues", round: round))")
-            // The releasing thread's own next lowest-priority command, at once after the release.
-            onNewThread {
-                hold.release()
-                history.record("issuing", 99, 0)
-                value.wait.lowestPriority.set { count in
-                    history.record("start", 99, 0)
-                    count += 1
-                    history.record("end", 99, 0)
-                }
-                ran.leave()
-            }
-            let allRan = ran.wait(timeout: deadline(5)) == .success
-            if !Self.check(history, round: round, finished: allRan) { return }
         }
+        report(failures)
     }
 }

@@ -79,14 +79,10 @@ struct SemaphorePropertyTests {
                     }
                 }
             }
-            let threadsFinished = await withCheckedContinuation { continuation in
-                DispatchQueue.global().async {
-                    continuation.resume(returning: threadsDone.wait(timeout: deadline(10)) == .success)
-                }
-            }
+            let threadsFinished = await waitOffPool(threadsDone, seconds: 10)
             #expect(threadsFinished, "\(PropertyRun.failure("every blocking wait returns", round: round))")
             #expect(
-                eventually { semaphore.waiterCount == 0 },
+                await suspendUntil { semaphore.waiterCount == 0 },
                 "\(PropertyRun.failure("no waiter stays in line after it gave up", round: round))"
             )
             var left = 0

@@ -53,92 +53,94 @@ struct WatchingWaitPropertyTests {
     }
 
     @Test("a pending wait still watching the turn runs before queued and later lowest-priority waits")
-    func watchingWaitsRunByPriority() {
-        let rounds = PropertyRun.rounds(120)
-        let minimumRun = max(1_000, 4 * Self.freeCommandNanoseconds())
-        let value = QueueSafeValue(value: 0)
-        let history = PropertyHistory()
-        let holding = SpinFlag()
-        let lowestQueued = SpinFlag()
-        let watcher = Watcher()
-        let done = [SpinFlag(), SpinFlag()]
-        let counted = AtomicBox([Bool](repeating: false, count: rounds))
-        let queuedAtRelease = AtomicBox([0, 0, 0])
-        // Ids: 4r hold, 4r+1 highest (H), 4r+2 lowest (L, queued), 4r+3 the releasing thread's next lowest.
-        let finished = runOnThreads(3, seconds: 20) { index in
-            for round in 1...rounds {
-                switch index {
-                case 0:
-                    value.wait.lowestPriority.set { _ in
-                        history.record("start", 4 * round, 0)
-                        holding.set(round)
-                        guard eventually({ value.waitingCommandCount == 1 }) else { return }
-                        history.record("issued", 4 * round + 2, 0)
-                        lowestQueued.set(round)
-                        guard watcher.flag.spin(until: round) else { return }
-                        let limit = deadline(1)
-                        while !watcher.hasRun(minimumRun) && DispatchTime.now() < limit {}
-                        counted.mutate { $0[round - 1] = watcher.hasRun(minimumRun) }
-                        queuedAtRelease.mutate { $0[min(2, value.waitingCommandCount)] += 1 }
-                        history.record("end", 4 * round, 0)
+    func watchingWaitsRunByPriority() async {
+        let failures = PropertyFailures()
+        await offPool {
+            let rounds = PropertyRun.rounds(120)
+            let minimumRun = max(1_000, 4 * Self.freeCommandNanoseconds())
+            let value = QueueSafeValue(value: 0)
+            let history = PropertyHistory()
+            let holding = SpinFlag()
+            let lowestQueued = SpinFlag()
+            let watcher = Watcher()
+            let done = [SpinFlag(), SpinFlag()]
+            let counted = AtomicBox([Bool](repeating: false, count: rounds))
+            let queuedAtRelease = AtomicBox([0, 0, 0])
+            // Ids: 4r hold, 4r+1 highest (H), 4r+2 lowest (L, queued), 4r+3 the releasing thread's next lowest.
+            let finished = runOnThreads(3, seconds: 20) { index in
+                for round in 1...rounds {
+                    switch index {
+                    case 0:
+                        value.wait.lowestPriority.set { _ in
+                            history.record("start", 4 * round, 0)
+                            holding.set(round)
+                            guard eventually({ value.waitingCommandCount == 1 }) else { return }
+                            history.record("issued", 4 * round + 2, 0)
+                            lowestQueued.set(round)
+                            guard watcher.flag.spin(until: round) else { return }
+                            let limit = deadline(1)
+                            while !watcher.hasRun(minimumRun) && DispatchTime.now() < limit {}
+                            counted.mutate { $0[round - 1] = watcher.hasRun(minimumRun) }
+                            queuedAtRelease.mutate { $0[min(2, value.waitingCommandCount)] += 1 }
+                            history.record("end", 4 * round, 0)
+                        }
+                        // No record between the release and the next command: the releasing thread goes straight on.
+                        value.wait.lowestPriority.set { _ in
+                            history.record("start", 4 * round + 3, 0)
+                            history.record("end", 4 * round + 3, 0)
+                        }
+                        for flag in done { guard flag.spin(until: round) else { return } }
+                    case 1:
+                        if round == 1 { watcher.clock.mutate { $0 = ThreadCPUClock.current() } }
+                        guard lowestQueued.spin(until: round) else { return }
+                        history.record("issuing", 4 * round + 1, 1)
+                        watcher.before.store(watcher.clock.value?.nanoseconds ?? UInt64.max / 2, ordering: .relaxed)
+                        watcher.flag.set(round)
+                        value.wait.highestPriority.set { _ in
+                            history.record("start", 4 * round + 1, 1)
+                            history.record("end", 4 * round + 1, 1)
+                        }
+                        done[0].set(round)
+                    default:
+                        guard holding.spin(until: round) else { return }
+                        history.record("issuing", 4 * round + 2, 0)
+                        value.wait.lowestPriority.set { _ in
+                            history.record("start", 4 * round + 2, 0)
+                            history.record("end", 4 * round + 2, 0)
+                        }
+                        done[1].set(round)
                     }
-                    // No record between the release and the next command: the releasing thread goes straight on.
-                    value.wait.lowestPriority.set { _ in
-                        history.record("start", 4 * round + 3, 0)
-                        history.record("end", 4 * round + 3, 0)
-                    }
-                    for flag in done { guard flag.spin(until: round) else { return } }
-                case 1:
-                    if round == 1 { watcher.clock.mutate { $0 = ThreadCPUClock.current() } }
-                    guard lowestQueued.spin(until: round) else { return }
-                    history.record("issuing", 4 * round + 1, 1)
-                    watcher.before.store(watcher.clock.value?.nanoseconds ?? UInt64.max / 2, ordering: .relaxed)
-                    watcher.flag.set(round)
-                    value.wait.highestPriority.set { _ in
-                        history.record("start", 4 * round + 1, 1)
-                        history.record("end", 4 * round + 1, 1)
-                    }
-                    done[0].set(round)
-                default:
-                    guard holding.spin(until: round) else { return }
-                    history.record("issuing", 4 * round + 2, 0)
-                    value.wait.lowestPriority.set { _ in
-                        history.record("start", 4 * round + 2, 0)
-                        history.record("end", 4 * round + 2, 0)
-                    }
-                    done[1].set(round)
                 }
             }
-        }
-        #expect(finished, "\(PropertyRun.failure("every wait command returns (timed out)"))")
-        let events = history.events
-        var start: [Int: Int] = [:]
-        for event in events where event.kind == "start" { start[event.payload] = event.sequence }
-        func overtaken(_ round: Int) -> Int? {
-            guard let highest = start[4 * round + 1] else { return nil }
-            for lowest in [4 * round + 2, 4 * round + 3] where (start[lowest] ?? Int.max) < highest { return lowest }
-            return nil
-        }
-        let countedRounds = counted.value
-        let checked = countedRounds.filter { $0 }.count
-        let violations = (1...rounds).filter { countedRounds[$0 - 1] && overtaken($0) != nil }
-        print(
-            "watching wait: overtaken in \(violations.count) of \(checked) counted rounds; queued commands at release "
-                + "(0, 1, 2+): \(queuedAtRelease.value); G = \(minimumRun) ns"
-        )
-        #expect(checked > 0, "no round could be counted: H never got the CPU time")
-        if let round = violations.first, let lowest = overtaken(round).flatMap({ start[$0] }),
-            let highest = start[4 * round + 1]
-        {
-            Issue.record(
-                Comment(
-                    rawValue: PropertyRun.failure(
-                        "a lowest-priority wait overtook a pending highest-priority wait in \(violations.count) of "
-                            + "\(checked) counted rounds (G = \(minimumRun) ns)",
-                        round: round
-                    ) + "\n" + PropertyHistory.excerpt(of: events, around: [lowest, highest])
-                )
+            failures.expect(finished, "\(PropertyRun.failure("every wait command returns (timed out)"))")
+            let events = history.events
+            var start: [Int: Int] = [:]
+            for event in events where event.kind == "start" { start[event.payload] = event.sequence }
+            func overtaken(_ round: Int) -> Int? {
+                guard let highest = start[4 * round + 1] else { return nil }
+                for lowest in [4 * round + 2, 4 * round + 3] where (start[lowest] ?? Int.max) < highest { return lowest }
+                return nil
+            }
+            let countedRounds = counted.value
+            let checked = countedRounds.filter { $0 }.count
+            let violations = (1...rounds).filter { countedRounds[$0 - 1] && overtaken($0) != nil }
+            print(
+                "watching wait: overtaken in \(violations.count) of \(checked) counted rounds; queued commands at release "
+                    + "(0, 1, 2+): \(queuedAtRelease.value); G = \(minimumRun) ns"
             )
+            failures.expect(checked > 0, "no round could be counted: H never got the CPU time")
+            if let round = violations.first, let lowest = overtaken(round).flatMap({ start[$0] }),
+                let highest = start[4 * round + 1]
+            {
+                failures.record(( PropertyRun.failure(
+                            "a lowest-priority wait overtook a pending highest-priority wait in \(violations.count) of "
+                                + "\(checked) counted rounds (G = \(minimumRun) ns)",
+                            round: round
+                        ) + "\n" + PropertyHistory.excerpt(of: events, around: [lowest, highest])
+                    )
+                )
+            }
         }
+        report(failures)
     }
 }
