@@ -1,5 +1,5 @@
-import DispatchKit
 import Dispatch
+import DispatchKit
 import Foundation
 import SafeValueCore
 import Synchronization
@@ -37,48 +37,50 @@ struct ExclusionPropertyTests {
             let asyncRan = DispatchGroup()
             let seeds = (0..<(threads + tasks)).map { random.derived($0) }
             // The threads and the tasks issue at the same time.
-            async let threadsDone = offPool { runOnThreads(threads, seconds: 10) { index in
-                var random = seeds[index]
-                for _ in 0..<perThread {
-                    let highest = random.chance(50)
-                    let amount = Int.random(in: 0..<300, using: &random)
-                    issued.add(1, ordering: .relaxed)
-                    switch Int.random(in: 0..<4, using: &random) {
-                    case 0:
-                        let command = highest ? value.wait.highestPriority : value.wait.lowestPriority
-                        command.set { count in detector.section { Self.work(amount) } }
-                    case 1:
-                        let command = highest ? value.wait.highestPriority : value.wait.lowestPriority
-                        command.set(manualCompletion: { _, done in
-                            detector.section { Self.work(amount) }
-                            done()
-                        })
-                    case 2:
-                        let schedule = value.async(performIn: random.chance(50) ? serial : concurrent)
-                        let command = highest ? schedule.highestPriority : schedule.lowestPriority
-                        asyncRan.enter()
-                        command.set(accessClosure: { _ in detector.section { Self.work(amount) } }) { _ in
-                            asyncRan.leave()
+            async let threadsDone = offPool {
+                runOnThreads(threads, seconds: 10) { index in
+                    var random = seeds[index]
+                    for _ in 0..<perThread {
+                        let highest = random.chance(50)
+                        let amount = Int.random(in: 0..<300, using: &random)
+                        issued.add(1, ordering: .relaxed)
+                        switch Int.random(in: 0..<4, using: &random) {
+                        case 0:
+                            let command = highest ? value.wait.highestPriority : value.wait.lowestPriority
+                            command.set { count in detector.section { Self.work(amount) } }
+                        case 1:
+                            let command = highest ? value.wait.highestPriority : value.wait.lowestPriority
+                            command.set(manualCompletion: { _, done in
+                                detector.section { Self.work(amount) }
+                                done()
+                            })
+                        case 2:
+                            let schedule = value.async(performIn: random.chance(50) ? serial : concurrent)
+                            let command = highest ? schedule.highestPriority : schedule.lowestPriority
+                            asyncRan.enter()
+                            command.set(accessClosure: { _ in detector.section { Self.work(amount) } }) { _ in
+                                asyncRan.leave()
+                            }
+                        default:
+                            // done() from another thread, later: the section lasts until then.
+                            let schedule = value.async(performIn: concurrent)
+                            let command = highest ? schedule.highestPriority : schedule.lowestPriority
+                            asyncRan.enter()
+                            command.set(
+                                manualCompletion: { _, done in
+                                    detector.begin()
+                                    DispatchQueue.global().async {
+                                        Self.work(amount)
+                                        detector.end()
+                                        done()
+                                    }
+                                },
+                                completion: { _ in asyncRan.leave() }
+                            )
                         }
-                    default:
-                        // done() from another thread, later: the section lasts until then.
-                        let schedule = value.async(performIn: concurrent)
-                        let command = highest ? schedule.highestPriority : schedule.lowestPriority
-                        asyncRan.enter()
-                        command.set(
-                            manualCompletion: { _, done in
-                                detector.begin()
-                                DispatchQueue.global().async {
-                                    Self.work(amount)
-                                    detector.end()
-                                    done()
-                                }
-                            },
-                            completion: { _ in asyncRan.leave() }
-                        )
                     }
                 }
-            } }
+            }
             await withTaskGroup(of: Void.self) { group in
                 for index in 0..<tasks {
                     var random = seeds[threads + index]
@@ -99,7 +101,10 @@ struct ExclusionPropertyTests {
                 detector.overlaps == 0,
                 "\(PropertyRun.failure("command closures of one value never overlap", round: round)): \(detector.overlaps) overlaps"
             )
-            failures.expect(detector.count == threads * perThread + tasks * perTask, "lost updates: unsynchronized sections")
+            failures.expect(
+                detector.count == threads * perThread + tasks * perTask,
+                "lost updates: unsynchronized sections"
+            )
             if detector.overlaps > 0 { return }
         }
     }
@@ -168,12 +173,18 @@ struct ExclusionPropertyTests {
                     }
                 }
                 let drained = sent.wait(timeout: deadline(10)) == .success
-                failures.expect(finished && drained, "\(PropertyRun.failure("every block runs (deadlock?)", round: round))")
+                failures.expect(
+                    finished && drained,
+                    "\(PropertyRun.failure("every block runs (deadlock?)", round: round))"
+                )
                 failures.expect(
                     detector.overlaps == 0,
                     "\(PropertyRun.failure("blocks of one serial queue never overlap", round: round)): \(detector.overlaps)"
                 )
-                failures.expect(detector.count == sections.load(ordering: .relaxed), "lost updates: unsynchronized blocks")
+                failures.expect(
+                    detector.count == sections.load(ordering: .relaxed),
+                    "lost updates: unsynchronized blocks"
+                )
                 if detector.overlaps > 0 { return }
             }
         }
@@ -185,7 +196,9 @@ struct ExclusionPropertyTests {
     /// The exit code of the `iterate` child when they never did.
     static let exclusiveExitCode: CInt = 7
 
-    /// `a.sync { c.iterate(n) { _ in a.sync { … } } }`: the workers' `a.sync` must not run in parallel. Honouring
+    /// The workers of `a.sync { c.iterate(n) { _ in a.sync { … } } }` never run two blocks of `a` at once.
+    ///
+    /// Honouring
     /// that here may mean a trap with a message (each worker would wait for `a`, which the caller holds), so the
     /// workload runs in a child process: it passes if the child either ran every block alone (exit 7) or trapped;
     /// it fails if two blocks of `a` overlapped (exit 9).
@@ -194,20 +207,20 @@ struct ExclusionPropertyTests {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             // On a thread of its own: iterate's workers need the pool threads a blocked test task would hold.
             let overlaps = await offPool {
-            var overlaps = 0
-            for round in 0..<PropertyRun.rounds(10) {
-                let serial = GCDQueue(name: "props.iterate.a.\(round)")
-                let concurrent = GCDQueue(name: "props.iterate.c.\(round)", kind: .concurrent)
-                let detector = OverlapDetector()
-                serial.sync {
-                    concurrent.iterate(64) { _ in
-                        // A pause inside the block widens the window in which a second one could start.
-                        serial.sync { detector.section { Thread.sleep(forTimeInterval: 0.000_05) } }
+                var overlaps = 0
+                for round in 0..<PropertyRun.rounds(10) {
+                    let serial = GCDQueue(name: "props.iterate.a.\(round)")
+                    let concurrent = GCDQueue(name: "props.iterate.c.\(round)", kind: .concurrent)
+                    let detector = OverlapDetector()
+                    serial.sync {
+                        concurrent.iterate(64) { _ in
+                            // A pause inside the block widens the window in which a second one could start.
+                            serial.sync { detector.section { Thread.sleep(forTimeInterval: 0.000_05) } }
+                        }
                     }
+                    overlaps += detector.overlaps
                 }
-                overlaps += detector.overlaps
-            }
-            return overlaps
+                return overlaps
             }
             if overlaps > 0 {
                 FileHandle.standardError.write(

@@ -46,7 +46,10 @@ struct LifetimePropertyTests {
             })
             _ = await waitOffPool(held)
             if keepCommands {
-                kept = [value.wait.lowestPriority, value.async(performIn: queue).highestPriority, value.suspend.lowestPriority]
+                kept = [
+                    value.wait.lowestPriority, value.async(performIn: queue).highestPriority,
+                    value.suspend.lowestPriority,
+                ]
             }
             for _ in 0..<Int.random(in: 1...6, using: &random) {
                 let token = probe.make()
@@ -59,7 +62,10 @@ struct LifetimePropertyTests {
                     command.set(
                         manualCompletion: { list, finish in
                             list.append(token)
-                            DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(microseconds), execute: finish)
+                            DispatchQueue.global().asyncAfter(
+                                deadline: .now() + .microseconds(microseconds),
+                                execute: finish
+                            )
                         },
                         completion: { _ in ran.leave() }
                     )
@@ -201,7 +207,10 @@ struct LifetimePropertyTests {
                 queuer = nil
                 for _ in 0..<count { gate.signal() }
                 let allStarted = started.wait(timeout: deadline(5)) == .success
-                failures.expect(allStarted, "\(PropertyRun.failure("queued operations still run after the Queuer is released", round: round))")
+                failures.expect(
+                    allStarted,
+                    "\(PropertyRun.failure("queued operations still run after the Queuer is released", round: round))"
+                )
                 failures.expect(
                     weak.released(within: 2_000) && operations.allSatisfy { $0.released(within: 2_000) },
                     "\(PropertyRun.failure("a released Queuer and its finished operations are destroyed", round: round))"
@@ -287,15 +296,19 @@ struct LifetimePropertyTests {
                 let waiting = semaphore!
                 switch index % 3 {
                 case 0:
-                    tasks.append(Task {
-                        _ = await waiting.wait(timeout: .seconds(3_600))
-                        left.leave()
-                    })
+                    tasks.append(
+                        Task {
+                            _ = await waiting.wait(timeout: .seconds(3_600))
+                            left.leave()
+                        }
+                    )
                 case 1:
-                    tasks.append(Task {
-                        _ = try? await waiting.wait()
-                        left.leave()
-                    })
+                    tasks.append(
+                        Task {
+                            _ = try? await waiting.wait()
+                            left.leave()
+                        }
+                    )
                 default:
                     onNewThread {
                         _ = waiting.wait(.now() + .seconds(5))

@@ -70,7 +70,10 @@ struct OperationAttemptPropertyTests {
             }
             operation.manualRetry = true
             operation.maximumRetries = 3
-            let subject = Subject(kind: racesCancel ? "manual retry, cancel racing" : "manual retry", operation: operation)
+            let subject = Subject(
+                kind: racesCancel ? "manual retry, cancel racing" : "manual retry",
+                operation: operation
+            )
             box.mutate { $0 = subject }
             let cancelAfter = Int.random(in: 1...4, using: &random)
             return (
@@ -185,7 +188,7 @@ struct OperationAttemptPropertyTests {
                     }
                     // One issue per rule and kind of operation, so that one run shows every distinct break.
                     if let rule, seen.insert(rule + subject.kind).inserted {
-                        failures.record(( PropertyRun.failure(rule, round: round) + " — " + subject.state))
+                        failures.record((PropertyRun.failure(rule, round: round) + " — " + subject.state))
                     }
                 }
             }
@@ -193,7 +196,9 @@ struct OperationAttemptPropertyTests {
         report(failures)
     }
 
-    @Test("a cancel() racing the end of a failed attempt never leaves the operation unfinished (manual and timed retry)")
+    @Test(
+        "a cancel() racing the end of a failed attempt never leaves the operation unfinished (manual and timed retry)"
+    )
     func cancelRacingAttemptEnd() async {
         let failures = PropertyFailures()
         await offPool {
@@ -223,7 +228,8 @@ struct OperationAttemptPropertyTests {
                     let limit = DispatchTime.now() + .seconds(2)
                     while !operation.isFinished && DispatchTime.now() < limit { Thread.sleep(forTimeInterval: 0.000_1) }
                     if !operation.isFinished {
-                        let state = "\(manual ? "manual retry" : "retry in an hour"), op \(index).\(number): cancelled "
+                        let state =
+                            "\(manual ? "manual retry" : "retry in an hour"), op \(index).\(number): cancelled "
                             + "\(operation.isCancelled), waiting for retry \(operation.isWaitingForRetry)"
                         stuck.mutate { $0.append(state) }
                         return

@@ -47,16 +47,16 @@ struct PriorityOrderPropertyTests {
     static func check(_ history: PropertyHistory, round: Int, finished: Bool, _ failures: PropertyFailures) -> Bool {
         let events = history.events
         guard finished else {
-            failures.record(( PropertyRun.failure("every issued command runs (timed out)", round: round) + "\n"
-                        + PropertyHistory.excerpt(of: events, around: [events.count - 1], radius: 8)
-                )
+            failures.record(
+                (PropertyRun.failure("every issued command runs (timed out)", round: round) + "\n"
+                    + PropertyHistory.excerpt(of: events, around: [events.count - 1], radius: 8))
             )
             return false
         }
         if let violation = CommandOrderChecker(events: events).firstViolation() {
-            failures.record(( PropertyRun.failure(violation.rule, round: round) + "\n"
-                        + PropertyHistory.excerpt(of: events, around: violation.around)
-                )
+            failures.record(
+                (PropertyRun.failure(violation.rule, round: round) + "\n"
+                    + PropertyHistory.excerpt(of: events, around: violation.around))
             )
             return false
         }
@@ -207,7 +207,10 @@ struct PriorityOrderPropertyTests {
                 queuedAll = await suspendUntil { value.waitingCommandCount == queued + 1 }
                 history.record("issued", id, highest ? 1 : 0)
             }
-            failures.expect(queuedAll, "\(PropertyRun.failure("a suspend command on a held value queues", round: round))")
+            failures.expect(
+                queuedAll,
+                "\(PropertyRun.failure("a suspend command on a held value queues", round: round))"
+            )
             // Commands that race the release: issued, never certainly pending, so they may only be overtaken.
             var lateRandom = random.derived(round)
             hold.release()
@@ -250,7 +253,10 @@ struct PriorityOrderPropertyTests {
                         ran.leave()
                     }
                 }
-                failures.expect(queuedAll, "\(PropertyRun.failure("a wait command on a held value queues", round: round))")
+                failures.expect(
+                    queuedAll,
+                    "\(PropertyRun.failure("a wait command on a held value queues", round: round))"
+                )
                 // The releasing thread's own next lowest-priority command, at once after the release.
                 onNewThread {
                     hold.release()

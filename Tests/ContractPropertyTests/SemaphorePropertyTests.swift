@@ -5,7 +5,9 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// CountingSemaphore: no permit is lost or duplicated. Blocking waits with timeouts, async waits with timeouts, and
+/// CountingSemaphore: no permit is lost or duplicated.
+///
+/// Blocking waits with timeouts, async waits with timeouts, and
 /// async waits that get cancelled race signals from threads and tasks; afterwards the permits left must be exactly
 /// `initial + signals − successful waits`.
 @Suite("Contract properties: semaphore permits", .serialized, .timeLimit(.minutes(1)))

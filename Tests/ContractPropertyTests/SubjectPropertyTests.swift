@@ -65,7 +65,11 @@ struct SubjectPropertyTests {
                 for (name, route) in Self.routes(round) {
                     let box = Received(full: true)
                     subscriptions.append(
-                        subject.subscribe(on: route, receiveValue: { box.receive($0) }, receiveCompletion: { _ in box.complete() })
+                        subject.subscribe(
+                            on: route,
+                            receiveValue: { box.receive($0) },
+                            receiveCompletion: { _ in box.complete() }
+                        )
                     )
                     received.append((name, box))
                 }
@@ -98,7 +102,10 @@ struct SubjectPropertyTests {
                 for (name, box) in all {
                     let completed = box.completed.wait(timeout: deadline(5)) == .success
                     let rule = Self.violation(box, completed: completed)
-                    failures.expect(rule == nil, "\(PropertyRun.failure(rule ?? "", round: round)) — subscriber \(name)")
+                    failures.expect(
+                        rule == nil,
+                        "\(PropertyRun.failure(rule ?? "", round: round)) — subscriber \(name)"
+                    )
                     if rule != nil { return }
                 }
                 withExtendedLifetime((subscriptions, lateSubscribers)) {}
@@ -189,12 +196,12 @@ struct SubjectPropertyTests {
                 for event in events where event.kind == "callback" {
                     guard let cancelled = cancelAt[event.payload], let sent = sendAt[event.detail], sent > cancelled
                     else { continue }
-                    failures.record(( PropertyRun.failure(
-                                "no call starts after cancel() returns: subscriber \(event.payload) (\(routes[event.payload].0)) "
-                                    + "got value \(event.detail), sent after its cancel() returned",
-                                round: round
-                            ) + "\n" + PropertyHistory.excerpt(of: events, around: [cancelled, sent, event.sequence])
-                        )
+                    failures.record(
+                        (PropertyRun.failure(
+                            "no call starts after cancel() returns: subscriber \(event.payload) (\(routes[event.payload].0)) "
+                                + "got value \(event.detail), sent after its cancel() returned",
+                            round: round
+                        ) + "\n" + PropertyHistory.excerpt(of: events, around: [cancelled, sent, event.sequence]))
                     )
                     return
                 }
@@ -212,7 +219,10 @@ struct SubjectPropertyTests {
                 let subject = CallbackSubject<Int, Never>()
                 let queues = [
                     DispatchQueue(label: "props.mutual.a.\(round)"),
-                    DispatchQueue(label: "props.mutual.b.\(round)", attributes: round.isMultiple(of: 2) ? [] : .concurrent),
+                    DispatchQueue(
+                        label: "props.mutual.b.\(round)",
+                        attributes: round.isMultiple(of: 2) ? [] : .concurrent
+                    ),
                 ]
                 let subscriptions = AtomicBox<[CallbackSubscription]>([])
                 let arrived = AtomicBox([false, false])
@@ -238,7 +248,8 @@ struct SubjectPropertyTests {
                 subject.send(2)
                 let limit = DispatchTime.now() + .seconds(2)
                 while (arrivals.load(ordering: .relaxed) == 0
-                    || returned.load(ordering: .relaxed) < arrivals.load(ordering: .relaxed)) && DispatchTime.now() < limit
+                    || returned.load(ordering: .relaxed) < arrivals.load(ordering: .relaxed))
+                    && DispatchTime.now() < limit
                 {
                     Thread.sleep(forTimeInterval: 0.000_2)
                 }

@@ -27,10 +27,13 @@ public final class LifetimeProbe: Sendable {
 
     /// Makes one tracked object.
     public func make() -> Tracked {
-        Tracked(probe: self, index: self.made.mutate { count in
-            count += 1
-            return count
-        })
+        Tracked(
+            probe: self,
+            index: self.made.mutate { count in
+                count += 1
+                return count
+            }
+        )
     }
 
     /// How many tracked objects are still alive.

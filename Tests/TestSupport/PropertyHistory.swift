@@ -7,7 +7,7 @@ public struct HistoryEvent: Sendable, CustomStringConvertible {
     public let sequence: Int
     /// The thread that recorded it.
     public let thread: UInt
-    /// What happened: `issued`, `start`, `end`, `cancelReturned`…
+    /// What happened, such as `issued`, `start`, `end` or `cancelReturned`.
     public let kind: String
     /// Which command, value or subscriber the event is about.
     public let payload: Int
