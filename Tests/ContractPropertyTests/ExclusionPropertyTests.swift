@@ -23,7 +23,7 @@ struct ExclusionPropertyTests {
         let failures = PropertyFailures()
         defer { report(failures) }
         let random = PropertyRun.random(10)
-        let rounds = PropertyRun.rounds(6)
+        let rounds = PropertyRun.rounds(4)
         let serial = DispatchQueue(label: "props.exclusion.value.serial")
         let concurrent = DispatchQueue(label: "props.exclusion.value.concurrent", attributes: .concurrent)
         for round in 0..<rounds {

@@ -85,6 +85,9 @@ struct OperationAttemptPropertyTests {
                             operation.cancel()
                             return
                         }
+                        // retry() while the attempt still runs does nothing (the contract): wait until it waits.
+                        let limit = DispatchTime.now() + .seconds(2)
+                        while !operation.isWaitingForRetry && !operation.isFinished && DispatchTime.now() < limit {}
                         for _ in 0..<delay { ended.pause() }
                         operation.retry()
                     }
@@ -223,7 +226,7 @@ struct OperationAttemptPropertyTests {
                     }
                     queuer.addOperation(operation)
                     guard ended.spin(until: 1) else { break }
-                    for _ in 0..<Int.random(in: 0..<12, using: &random) { ended.pause() }
+                    for _ in 0..<Int.random(in: 0..<300, using: &random) { ended.pause() }
                     operation.cancel()
                     let limit = DispatchTime.now() + .seconds(2)
                     while !operation.isFinished && DispatchTime.now() < limit { Thread.sleep(forTimeInterval: 0.000_1) }
