@@ -138,6 +138,11 @@ struct SubjectPropertyTests {
         return nil
     }
 
+    /// The history orders `send` (recorded before the call), `cancelReturned` and `callback` (the callback's first
+    /// statement) events. A callback whose value was sent after its subscriber's `cancel()` returned certainly
+    /// started after that return, so it breaks the rule. A callback for an earlier value that records itself after
+    /// the return is not flagged: it may have started before the return and lost its CPU before its first statement
+    /// (`cancel()` does not wait for a running call), and no recording can tell the two apart.
     @Test("no callback starts for a value sent after cancel() returned, on any route, with senders racing the cancel")
     func noCallbackAfterCancel() async {
         let failures = PropertyFailures()
