@@ -138,6 +138,8 @@ struct SubjectPropertyTests {
         return nil
     }
 
+    /// Checks the rule against a history of sends, cancel returns and callback starts.
+    ///
     /// The history orders `send` (recorded before the call), `cancelReturned` and `callback` (the callback's first
     /// statement) events. A callback whose value was sent after its subscriber's `cancel()` returned certainly
     /// started after that return, so it breaks the rule. A callback for an earlier value that records itself after
