@@ -30,9 +30,9 @@ struct ExclusionPropertyTests {
             let value = QueueSafeValue(value: 0)
             let detector = OverlapDetector()
             let threads = 3
-            let perThread = 60
+            let perThread = 40
             let tasks = 3
-            let perTask = 60
+            let perTask = 40
             let issued = Atomic<Int>(0)
             let asyncRan = DispatchGroup()
             let seeds = (0..<(threads + tasks)).map { random.derived($0) }

@@ -51,13 +51,16 @@ struct LifetimePropertyTests {
                     value.suspend.lowestPriority,
                 ]
             }
-            for _ in 0..<Int.random(in: 1...6, using: &random) {
+            // One priority for the whole round in most rounds, so that jobs and suspend commands share one buffer.
+            let roundPriority = Int.random(in: 0..<3, using: &random)
+            for number in 0..<Int.random(in: 2...8, using: &random) {
                 let token = probe.make()
                 ran.enter()
-                if random.chance(50) {
+                let highest = roundPriority == 2 ? random.chance(50) : roundPriority == 1
+                if number.isMultiple(of: 2) || random.chance(30) {
                     // Holds the value a moment after its closure returns, so cancels land while it holds.
                     let schedule = value.async(performIn: queue)
-                    let command = random.chance(50) ? schedule.highestPriority : schedule.lowestPriority
+                    let command = highest ? schedule.highestPriority : schedule.lowestPriority
                     let microseconds = Int.random(in: 0..<400, using: &random)
                     command.set(
                         manualCompletion: { list, finish in
@@ -70,7 +73,7 @@ struct LifetimePropertyTests {
                         completion: { _ in ran.leave() }
                     )
                 } else {
-                    let command = random.chance(50) ? value.suspend.highestPriority : value.suspend.lowestPriority
+                    let command = highest ? value.suspend.highestPriority : value.suspend.lowestPriority
                     let queued = value.waitingCommandCount
                     tasks.append(
                         Task {
@@ -87,7 +90,7 @@ struct LifetimePropertyTests {
         let cancelBefore = tasks.filter { _ in random.chance(30) }
         for task in cancelBefore { task.cancel() }
         done.value?()
-        for task in tasks where random.chance(40) {
+        for task in tasks where random.chance(50) {
             try? await Task.sleep(for: .microseconds(Int.random(in: 0..<300, using: &random)))
             task.cancel()
         }
@@ -104,7 +107,7 @@ struct LifetimePropertyTests {
     @Test("a value dropped with commands in flight (some suspend ones cancelled) is destroyed once they are done")
     func valueWithoutKeptCommands() async {
         var random = PropertyRun.random(50)
-        for round in 0..<PropertyRun.rounds(20) {
+        for round in 0..<PropertyRun.rounds(40) {
             let outcome = await Self.dropHolderMidFlight(round: round, random: &random, keepCommands: false)
             #expect(outcome.ran, "\(PropertyRun.failure("commands issued before the release still run", round: round))")
             let probe = outcome.probe
