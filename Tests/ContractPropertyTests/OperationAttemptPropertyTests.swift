@@ -34,6 +34,16 @@ struct OperationAttemptPropertyTests {
         }
     }
 
+    /// How an operation's block finds its ``Subject``: weakly, since the subject holds the operation, which holds
+    /// the block.
+    final class SubjectBox: Sendable {
+        private let reference = AtomicBox<WeakReference<Subject>?>(nil)
+
+        func set(_ subject: Subject) { self.reference.mutate { $0 = WeakReference(subject) } }
+
+        var subject: Subject? { self.reference.value?.object }
+    }
+
     static func work(_ amount: Int) {
         var sink = 0
         for index in 0..<amount { sink &+= index }
@@ -48,23 +58,23 @@ struct OperationAttemptPropertyTests {
         let delay = Int.random(in: 0..<300, using: &random)
         switch Int.random(in: 0..<6, using: &random) {
         case 0:
-            let box = AtomicBox<Subject?>(nil)
+            let box = SubjectBox()
             let operation = ConcurrentOperation(name: "auto \(index)") { operation in
-                box.value?.attempts.section { work(amount) }
+                box.subject?.attempts.section { work(amount) }
                 operation.success = succeeds
             }
             operation.maximumRetries = Int.random(in: 1...4, using: &random)
             operation.retryPolicy = .immediate
             let subject = Subject(kind: "automatic retry", operation: operation)
-            box.mutate { $0 = subject }
+            box.set(subject)
             return (subject, nil)
         case 1, 4:
             // Manual retry; in kind 4 a cancel() races the end of each failed attempt (issue 18.13).
             let racesCancel = random.chance(50)
             let ended = SpinFlag()
-            let box = AtomicBox<Subject?>(nil)
+            let box = SubjectBox()
             let operation = ConcurrentOperation(name: "manual retry \(index)") { operation in
-                box.value?.attempts.section { work(amount) }
+                box.subject?.attempts.section { work(amount) }
                 operation.success = false
                 ended.set(operation.currentAttempt)
             }
@@ -74,7 +84,7 @@ struct OperationAttemptPropertyTests {
                 kind: racesCancel ? "manual retry, cancel racing" : "manual retry",
                 operation: operation
             )
-            box.mutate { $0 = subject }
+            box.set(subject)
             let cancelAfter = Int.random(in: 1...4, using: &random)
             return (
                 subject,
@@ -96,9 +106,9 @@ struct OperationAttemptPropertyTests {
         case 2:
             // Manual finish with automatic retry: each attempt lasts until its finish, which comes later from another
             // thread; sometimes that attempt calls finish a second time, later still (issue 18.8).
-            let box = AtomicBox<Subject?>(nil)
+            let box = SubjectBox()
             let operation = ConcurrentOperation(name: "manual finish \(index)") { operation in
-                guard let subject = box.value else { return }
+                guard let subject = box.subject else { return }
                 subject.attempts.begin()
                 DispatchQueue.global().asyncAfter(deadline: .now() + .microseconds(amount / 4)) {
                     subject.attempts.end()
@@ -114,13 +124,13 @@ struct OperationAttemptPropertyTests {
             operation.maximumRetries = Int.random(in: 2...3, using: &random)
             operation.retryPolicy = .immediate
             let subject = Subject(kind: "manual finish" + (duplicate ? ", duplicate finish" : ""), operation: operation)
-            box.mutate { $0 = subject }
+            box.set(subject)
             return (subject, nil)
         case 3:
             // An async body that calls the inherited finish(success:) while it still runs (issue 18.8).
-            let box = AtomicBox<Subject?>(nil)
+            let box = SubjectBox()
             let operation = AsyncOperation(name: "async \(index)") { operation in
-                guard let subject = box.value else { return }
+                guard let subject = box.subject else { return }
                 subject.attempts.begin()
                 defer { subject.attempts.end() }
                 await Task.yield()
@@ -134,21 +144,21 @@ struct OperationAttemptPropertyTests {
             operation.maximumRetries = Int.random(in: 1...3, using: &random)
             operation.retryPolicy = .immediate
             let subject = Subject(kind: "async" + (duplicate ? ", finish from the body" : ""), operation: operation)
-            box.mutate { $0 = subject }
+            box.set(subject)
             return (subject, nil)
         default:
             // Automatic retry an hour later, cancelled as the first attempt ends: it must finish at once (18.13).
             let ended = SpinFlag()
-            let box = AtomicBox<Subject?>(nil)
+            let box = SubjectBox()
             let operation = ConcurrentOperation(name: "hour retry \(index)") { operation in
-                box.value?.attempts.section { work(amount) }
+                box.subject?.attempts.section { work(amount) }
                 operation.success = false
                 ended.set(1)
             }
             operation.maximumRetries = 2
             operation.retryPolicy = .constant(.seconds(3_600))
             let subject = Subject(kind: "retry in an hour, cancelled", operation: operation)
-            box.mutate { $0 = subject }
+            box.set(subject)
             return (
                 subject,
                 {
@@ -190,7 +200,7 @@ struct OperationAttemptPropertyTests {
                         rule = "an operation never finishes while one of its attempts runs"
                     }
                     // One issue per rule and kind of operation, so that one run shows every distinct break.
-                    if let rule, seen.insert(rule + subject.kind).inserted {
+                    if let rule, seen.insert(String(rule.prefix { $0 != "(" }) + subject.kind).inserted {
                         failures.record((PropertyRun.failure(rule, round: round) + " — " + subject.state))
                     }
                 }

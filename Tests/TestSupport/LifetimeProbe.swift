@@ -55,13 +55,16 @@ public final class LifetimeProbe: Sendable {
 /// A weak reference, to see whether an object of the package has been destroyed.
 public struct WeakReference<Object: AnyObject>: @unchecked Sendable {
     // Safety: `object` is written once, at init; reading a weak reference is thread-safe.
-    private weak var object: Object?
+    private weak var referent: Object?
 
     /// Refers to `object` without keeping it alive.
-    public init(_ object: Object) { self.object = object }
+    public init(_ object: Object) { self.referent = object }
+
+    /// The object, if it still exists.
+    public var object: Object? { self.referent }
 
     /// Whether the object has been destroyed.
-    public var isReleased: Bool { self.object == nil }
+    public var isReleased: Bool { self.referent == nil }
 
     /// Waits, for at most `milliseconds`, until the object has been destroyed.
     ///
