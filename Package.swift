@@ -54,6 +54,11 @@ let package = Package(
             dependencies: ["ConcurrencyKit", "TestSupport"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "ContractPropertyTests",
+            dependencies: ["ConcurrencyKit", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ]
         + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
         + testedModules.map {
