@@ -64,8 +64,9 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Whether the current attempt succeeded: `false` until an attempt has run, then `true` unless the attempt sets
     /// it to `false`.
     ///
-    /// An operation cancelled before it started, or while it waited for its next attempt, is not successful. Once
-    /// the operation is finishing, setting it does nothing.
+    /// An operation cancelled before it started, or while it waited for its next attempt, is not successful. Set it
+    /// from the attempt: at any other time (before the first attempt, between attempts, after the operation
+    /// finished) setting it does nothing.
     open var success: Bool {
         get { self.state.mutate { $0.machine.success } }
         set { self.state.mutate { $0.machine.setSuccess(newValue) } }

@@ -7,9 +7,9 @@
 ///
 /// Attempts have numbers, from 1. Events about an attempt name it, and an event about an attempt that is not the
 /// current one does nothing: a late or duplicate `finish` meant for attempt N cannot end attempt N + 1.
-struct OperationStateMachine {
+package struct OperationStateMachine: Equatable, Sendable {
     /// Where the operation is in its life.
-    enum Phase: Equatable {
+    package enum Phase: Equatable, Sendable {
         /// `start()` has not run.
         case notStarted
         /// Attempt `number` runs: its `execute()` has been called.
@@ -29,19 +29,19 @@ struct OperationStateMachine {
     /// How far a running attempt has come.
     ///
     /// It ends when its `execute()` has returned and, with manual finish, its `finish` has come — whichever is later.
-    struct Attempt: Equatable {
+    package struct Attempt: Equatable {
         /// The attempt's number, from 1.
-        let number: Int
+        package let number: Int
         /// Whether the attempt ends only with a `finish`, as manual finish was when it began.
-        let manualFinish: Bool
+        package let manualFinish: Bool
         /// Whether its `execute()` has returned.
-        var executeReturned = false
+        package var executeReturned = false
         /// Whether a `finish` for it has come.
-        var finishCalled = false
+        package var finishCalled = false
     }
 
     /// What the owner does, outside its lock, after an event.
-    enum Action: Equatable {
+    package enum Action: Equatable {
         /// Nothing.
         case none
         /// Call `execute()` for attempt `attempt`, on this thread, now.
@@ -54,47 +54,50 @@ struct OperationStateMachine {
         case finish(wasExecuting: Bool)
     }
 
+    /// A machine for an operation that has not started, with the default configuration.
+    package init() {}
+
     // MARK: Configuration
 
     /// The total number of attempts allowed, as set; see ``attemptLimit``.
-    var maximumRetries = 3
+    package var maximumRetries = 3
     /// Whether a failed attempt waits for `retry()`.
-    var manualRetry = false
+    package var manualRetry = false
     /// Whether an attempt ends only with a `finish`; read when an attempt begins.
-    var manualFinish = false
+    package var manualFinish = false
     /// The delay before an automatic retry; read when an attempt fails.
-    var retryPolicy = RetryPolicy.immediate
+    package var retryPolicy = RetryPolicy.immediate
     /// Whether the operation is a group's: one attempt, ended by a `finish`, whatever is set.
-    var isGroup = false
+    package var isGroup = false
 
     // MARK: State
 
-    private(set) var phase = Phase.notStarted
+    package private(set) var phase = Phase.notStarted
     /// Whether the current (or last) attempt succeeded; `false` until an attempt has run.
-    var success = false
+    package private(set) var success = false
     /// The attempt running now or last, from 1.
-    private(set) var currentAttempt = 1
+    package private(set) var currentAttempt = 1
     /// Whether `cancel()` was called.
-    private(set) var isCancelled = false
+    package private(set) var isCancelled = false
     /// Whether `pause()` was called more recently than `resume()`.
-    private(set) var isPaused = false
+    package private(set) var isPaused = false
     /// Whether the operation has started and not finished, as KVO reports it.
-    private(set) var isExecuting = false
+    package private(set) var isExecuting = false
     /// Whether the operation has finished, as KVO reports it.
-    private(set) var isFinished = false
+    package private(set) var isFinished = false
 
     /// The attempts allowed in all: 0 behaves as 1, and a group makes one.
-    var attemptLimit: Int { self.isGroup ? 1 : max(1, self.maximumRetries) }
+    package var attemptLimit: Int { self.isGroup ? 1 : max(1, self.maximumRetries) }
 
     /// Whether a failed attempt waits for `retry()` now.
-    var isWaitingForRetry: Bool { self.phase == .waitingForRetry || self.phase == .retryingOnResume }
+    package var isWaitingForRetry: Bool { self.phase == .waitingForRetry || self.phase == .retryingOnResume }
 
     // MARK: Events
 
     /// `start()`: runs attempt 1, or finishes at once if the operation was cancelled.
     ///
     /// - Returns: The action, or `nil` if the operation had started already (a misuse the owner traps on).
-    mutating func start() -> Action? {
+    package mutating func start() -> Action? {
         guard self.phase == .notStarted else { return nil }
         guard !self.isCancelled else { return self.end(success: false) }
         self.isExecuting = true
@@ -105,7 +108,7 @@ struct OperationStateMachine {
     ///
     /// One that has not started finishes at `start()`; a running attempt goes on, and the operation finishes when
     /// it ends.
-    mutating func cancel() -> Action {
+    package mutating func cancel() -> Action {
         self.isCancelled = true
         switch self.phase {
         case .waitingForRetry, .retryingOnResume, .pending:
@@ -116,13 +119,13 @@ struct OperationStateMachine {
     }
 
     /// Attempt `number`, handed to a queue, is about to run.
-    mutating func begin(_ number: Int) -> Action {
+    package mutating func begin(_ number: Int) -> Action {
         guard self.phase == .pending(attempt: number) else { return .none }  // cancelled meanwhile
         return self.begin(number: number)
     }
 
     /// The `execute()` of attempt `number` has returned.
-    mutating func executeReturned(_ number: Int) -> Action {
+    package mutating func executeReturned(_ number: Int) -> Action {
         guard case .running(var attempt) = self.phase, attempt.number == number else { return .none }
         attempt.executeReturned = true
         self.phase = .running(attempt)
@@ -134,7 +137,7 @@ struct OperationStateMachine {
     ///
     /// Before its `execute()` has returned, it records `success` and the attempt ends when `execute()` returns. A
     /// second `finish` for one attempt, or one for an attempt that is not running, does nothing.
-    mutating func finish(attempt number: Int?, success: Bool) -> Action {
+    package mutating func finish(attempt number: Int?, success: Bool) -> Action {
         guard case .running(var attempt) = self.phase, number == nil || number == attempt.number,
             !attempt.finishCalled
         else { return .none }
@@ -146,7 +149,7 @@ struct OperationStateMachine {
     }
 
     /// `retry()`: a failed attempt waiting for it is followed by the next, or by the next at `resume()` if paused.
-    mutating func retry() -> Action {
+    package mutating func retry() -> Action {
         guard self.phase == .waitingForRetry else { return .none }
         guard !self.isPaused else {
             self.phase = .retryingOnResume
@@ -156,27 +159,26 @@ struct OperationStateMachine {
     }
 
     /// `pause()`: a `retry()` waits for `resume()`.
-    mutating func pause() {
+    package mutating func pause() {
         self.isPaused = true
     }
 
     /// `resume()`: a `retry()` that came while paused schedules its attempt now.
-    mutating func resume() -> Action {
+    package mutating func resume() -> Action {
         self.isPaused = false
         guard self.phase == .retryingOnResume else { return .none }
         return self.schedule(policy: nil)
     }
 
-    /// Sets `success` from the running attempt; once the operation is ending, its outcome no longer changes.
-    mutating func setSuccess(_ success: Bool) {
-        switch self.phase {
-        case .ending, .finished: break
-        case .notStarted, .running, .waitingForRetry, .retryingOnResume, .pending: self.success = success
-        }
+    /// Sets `success` from the running attempt; at any other time the outcome does not change, so that nothing but an
+    /// attempt makes an operation successful.
+    package mutating func setSuccess(_ success: Bool) {
+        guard case .running = self.phase else { return }
+        self.success = success
     }
 
     /// The owner sends the KVO of a ``Action/finish(wasExecuting:)`` around this.
-    mutating func markFinished() {
+    package mutating func markFinished() {
         precondition(self.phase == .ending, "OperationStateMachine: markFinished() in phase \(self.phase)")
         self.phase = .finished
         self.isExecuting = false
