@@ -431,33 +431,38 @@ struct ConcurrentOperationAttemptTests {
         arguments: [true, false]
     )
     func cancelRacesFailedAttempt(manualRetry: Bool) {
-        // Each round, another thread cancels just as the failing block returns; the operation must finish — with
-        // manual retry it would otherwise wait for a retry() forever, with automatic retry for an hour.
-        let flag = SpinFlag()
-        var stuck = 0
-        for round in 1...2_000 {
-            let operation = ConcurrentOperation { operation in
-                operation.success = false
-                flag.set(round)
+        // Another thread cancels just as the failing block returns; the operation must finish — with manual retry it
+        // would otherwise wait for a retry() forever, with automatic retry for an hour. Four racing pairs on two
+        // cores, so that threads are also preempted at the worst moment.
+        let stuck = AtomicBox(0)
+        let ran = runOnThreads(4, seconds: 50) { index in
+            let flag = SpinFlag()
+            let queuer = Queuer(name: "test.cancelrace.\(index)")
+            for round in 1...1_500 {
+                let operation = ConcurrentOperation { operation in
+                    operation.success = false
+                    flag.set(round)
+                    // cancel() takes a while to reach the state lock: sweep where it lands around the return.
+                    for _ in 0..<(round % 128) * 2 { flag.pause() }
+                }
+                operation.manualRetry = manualRetry
+                operation.retryPolicy = .constant(.seconds(3_600))
+                let finished = DispatchSemaphore(value: 0)
+                operation.completionBlock = { finished.signal() }
+                onNewThread {
+                    guard flag.spin(until: round) else { return }
+                    operation.cancel()
+                }
+                queuer.addOperation(operation)
+                guard finished.wait(timeout: deadline(5)) == .success else {
+                    stuck.mutate { $0 += 1 }
+                    return
+                }
+                #expect(operation.success == false)
             }
-            operation.manualRetry = manualRetry
-            operation.retryPolicy = .constant(.seconds(3_600))
-            let finished = DispatchSemaphore(value: 0)
-            operation.completionBlock = { finished.signal() }
-            onNewThread {
-                guard flag.spin(until: round) else { return }
-                for _ in 0..<(round % 64) { flag.pause() }
-                operation.cancel()
-            }
-            onNewThread { operation.start() }
-            if finished.wait(timeout: deadline(5)) == .timedOut {
-                stuck += 1
-                operation.retry()  // let a lost round go, so that its threads end
-                break
-            }
-            #expect(operation.success == false)
         }
-        #expect(stuck == 0, "an operation cancelled as its attempt failed never finished")
+        #expect(ran)
+        #expect(stuck.value == 0, "an operation cancelled as its attempt failed never finished")
     }
 
     @Test("a cancel during a long retry delay finishes the operation at once and lets it go")
