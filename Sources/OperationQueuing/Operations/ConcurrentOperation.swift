@@ -196,8 +196,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// }
     /// upload.manualFinish = true
     /// queuer.addOperation(upload)
-    /// upload.waitUntilFinished()
-    /// print(upload.success)  // true
+    /// upload.waitUntilFinished()  // here the first upload fails
+    /// print(upload.currentAttempt, upload.success)  // 2 true
     /// ```
     /// - Parameters:
     ///   - attempt: The number of the attempt that ends, as ``currentAttempt`` read while it ran.
