@@ -34,4 +34,50 @@ struct OperationLifetimeTests {
             #expect(eventually { weakDependent == nil }, "the dependent is let go once its dependency has finished")
         }
     }
+
+    @Test("Queuers and operations released mid-flight, in every state, are all freed and never read after")
+    func releaseWhileRunning() {
+        // Each round drops the Queuer and every reference at once, while one operation waits for a finish that
+        // another thread sends, one waits out a retry delay, one is an async body, and some are cancelled.
+        let references = AtomicBox<[WeakOperation]>([])
+        for round in 0..<300 {
+            let gate = DispatchSemaphore(value: 0)
+            do {
+                let queuer = Queuer(name: "test.lifetime.release.\(round)")
+                let manual = ConcurrentOperation { operation in
+                    let attempt = operation.currentAttempt
+                    onNewThread {
+                        _ = gate.wait(timeout: deadline())
+                        operation.finish(attempt: attempt, success: true)
+                    }
+                }
+                manual.manualFinish = true
+                let delayed = ConcurrentOperation { operation in operation.success = operation.currentAttempt == 2 }
+                delayed.retryPolicy = .constant(.milliseconds(1))
+                let body = AsyncOperation { _ in try await Task.sleep(for: .milliseconds(1)) }
+                let last = ConcurrentOperation { _ in }
+                let all = [manual, delayed, body, last]
+                references.mutate { $0 += all.map(WeakOperation.init) }
+                queuer.addChainedOperations(all)
+                switch round % 4 {
+                case 0: delayed.cancel()
+                case 1: queuer.cancelAll()
+                case 2: body.cancel()
+                default: break
+                }
+            }
+            gate.signal()
+        }
+        #expect(eventually { references.value.allSatisfy { $0.operation == nil } }, "every operation is freed")
+    }
+}
+
+/// A weak reference to an operation, to see that it was freed.
+private struct WeakOperation: @unchecked Sendable {
+    // Safety: only read and written inside an AtomicBox.
+    weak var operation: Operation?
+
+    init(_ operation: Operation) {
+        self.operation = operation
+    }
 }
