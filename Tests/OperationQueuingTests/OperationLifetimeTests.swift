@@ -68,7 +68,19 @@ struct OperationLifetimeTests {
             }
             gate.signal()
         }
-        #expect(eventually { references.value.allSatisfy { $0.operation == nil } }, "every operation is freed")
+        // Longer than `eventually`: under a sanitizer, beside other suites, the last retries and bodies take a while.
+        let limit = deadline(40)
+        var freed = false
+        while !freed, DispatchTime.now() < limit {
+            freed = references.value.allSatisfy { $0.operation == nil }
+            if !freed { Thread.sleep(forTimeInterval: 0.001) }
+        }
+        let alive = references.value.compactMap(\.operation).map { operation in
+            let concurrent = operation as? ConcurrentOperation
+            return "\(type(of: operation)) finished \(operation.isFinished) cancelled \(operation.isCancelled) "
+                + "attempt \(concurrent?.currentAttempt ?? 0) waiting \(concurrent?.isWaitingForRetry ?? false)"
+        }
+        #expect(freed, "every operation is freed; still alive: \(alive)")
     }
 }
 

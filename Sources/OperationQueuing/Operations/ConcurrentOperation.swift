@@ -313,7 +313,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case .execute(let attempt):
             self.runAttempts(from: attempt)
         case .scheduleAttempt(let attempt, let policy):
-            self.schedule(attempt, after: policy?.delay(beforeRetry: attempt - 1) ?? .zero)
+            self.schedule(attempt, after: Self.delay(before: attempt, policy))
         case .finish(let wasExecuting):
             self.finishOperation(wasExecuting: wasExecuting)
         }
@@ -330,12 +330,17 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             self.execute()
             let action = self.state.mutate { $0.machine.executeReturned(attempt) }
             guard case .scheduleAttempt(let next, let policy) = action else { return self.apply(action) }
-            let delay = policy?.delay(beforeRetry: next - 1) ?? .zero
+            let delay = Self.delay(before: next, policy)
             guard delay <= .zero else { return self.schedule(next, after: delay) }
             // The next attempt follows at once, here; a cancel that came meanwhile has finished the operation.
             guard case .execute(let begun) = self.state.mutate({ $0.machine.begin(next) }) else { return }
             attempt = begun
         }
+    }
+
+    /// The wait before attempt `attempt`: `policy`'s for an automatic retry, none for a manual one (`nil`).
+    private static func delay(before attempt: Int, _ policy: RetryPolicy?) -> Duration {
+        policy?.delay(beforeRetry: attempt - 1) ?? .zero
     }
 
     /// Begins attempt `attempt` on a global queue after `delay`, unless the operation was cancelled meanwhile.
