@@ -36,7 +36,7 @@ struct OperationLifetimeTests {
     }
 
     @Test("Queuers and operations released mid-flight, in every state, are all freed and never read after")
-    func releaseWhileRunning() {
+    func releaseWhileRunning() async {
         // Each round drops the Queuer and every reference at once, while one operation waits for a finish that
         // another thread sends, one waits out a retry delay, one is an async body, and some are cancelled.
         let references = AtomicBox<[WeakOperation]>([])
@@ -68,12 +68,13 @@ struct OperationLifetimeTests {
             }
             gate.signal()
         }
-        // Longer than `eventually`: under a sanitizer, beside other suites, the last retries and bodies take a while.
+        // Longer than `suspendUntil`: under a sanitizer, beside other suites, the last retries and bodies take a
+        // while. The test suspends between looks, so that the async bodies it waits for can run.
         let limit = deadline(40)
         var freed = false
         while !freed, DispatchTime.now() < limit {
             freed = references.value.allSatisfy { $0.operation == nil }
-            if !freed { Thread.sleep(forTimeInterval: 0.001) }
+            if !freed { try? await Task.sleep(for: .milliseconds(1)) }
         }
         let alive = references.value.compactMap(\.operation).map { operation in
             let concurrent = operation as? ConcurrentOperation

@@ -14,6 +14,15 @@ private struct SeededGenerator: RandomNumberGenerator {
     }
 }
 
+/// Records an issue when `condition` is false; cheaper than `#expect` in loops of millions of checks.
+private func check(
+    _ condition: Bool,
+    _ message: @autoclosure () -> String,
+    sourceLocation: SourceLocation = #_sourceLocation
+) {
+    if !condition { Issue.record(Comment(rawValue: message()), sourceLocation: sourceLocation) }
+}
+
 /// Drives an OperationStateMachine as the shell and its threads would, and checks the contract after every event.
 ///
 /// It plays the owner: it keeps the attempt whose `execute()` runs, the attempts handed to a queue, and whether the
@@ -48,26 +57,29 @@ private struct Driver {
         case .none:
             break
         case .execute(let attempt):
-            #expect(self.executing == nil, "attempts overlap: \(self.events)")
-            #expect(!self.cancelReturned, "an attempt began after cancel() returned: \(self.events)")
-            #expect(attempt == (self.executed.last ?? 0) + 1, "attempts are numbered 1, 2, 3…: \(self.events)")
-            #expect(attempt <= self.machine.attemptLimit, "more attempts than allowed: \(self.events)")
-            #expect(self.machine.currentAttempt == attempt)
+            check(self.executing == nil, "attempts overlap: \(self.events)")
+            check(!self.cancelReturned, "an attempt began after cancel() returned: \(self.events)")
+            check(attempt == (self.executed.last ?? 0) + 1, "attempts are numbered 1, 2, 3…: \(self.events)")
+            check(attempt <= self.machine.attemptLimit, "more attempts than allowed: \(self.events)")
+            check(self.machine.currentAttempt == attempt, "currentAttempt is the executing one: \(self.events)")
             self.executed.append(attempt)
             self.executing = attempt
         case .scheduleAttempt(let attempt, _):
-            #expect(!self.cancelReturned, "an attempt was scheduled after cancel() returned: \(self.events)")
-            #expect(attempt == self.machine.currentAttempt + 1)
+            check(!self.cancelReturned, "an attempt was scheduled after cancel() returned: \(self.events)")
+            check(attempt == self.machine.currentAttempt + 1, "the next attempt is scheduled: \(self.events)")
             self.scheduled.append(attempt)
         case .finish(let wasExecuting):
-            #expect(self.finishes == 0, "finished twice: \(self.events)")
-            #expect(wasExecuting == self.machine.isExecuting)
+            check(self.finishes == 0, "finished twice: \(self.events)")
+            check(wasExecuting == self.machine.isExecuting, "finish says what executed: \(self.events)")
             self.finishes += 1
             self.machine.markFinished()
-            #expect(self.machine.isFinished && !self.machine.isExecuting)
+            check(self.machine.isFinished && !self.machine.isExecuting, "finished, not executing: \(self.events)")
         }
-        #expect(self.machine.currentAttempt >= 1 && self.machine.currentAttempt <= self.machine.attemptLimit)
-        if self.machine.isFinished { #expect(self.finishes == 1) }
+        check(
+            self.machine.currentAttempt >= 1 && self.machine.currentAttempt <= self.machine.attemptLimit,
+            "currentAttempt within 1…limit: \(self.events)"
+        )
+        if self.machine.isFinished { check(self.finishes == 1, "finished once: \(self.events)") }
     }
 
     /// One random event, as a thread of the operation or of its user might cause it.
@@ -89,8 +101,8 @@ private struct Driver {
             self.apply(action, "cancel")
             self.cancelReturned = true
             if case .pending = self.machine.phase { Issue.record("pending after cancel: \(self.events)") }
-            #expect(!self.machine.isWaitingForRetry, "still waiting for retry after cancel: \(self.events)")
-            if wasFinished { #expect(action == .none) }
+            check(!self.machine.isWaitingForRetry, "still waiting for retry after cancel: \(self.events)")
+            if wasFinished { check(action == .none, "cancel after finish does nothing: \(self.events)") }
         case 2, 3:
             if let attempt = self.executing {
                 self.executing = nil
@@ -105,7 +117,7 @@ private struct Driver {
             let before = self.machine
             let action = self.machine.finish(attempt: number, success: success)
             if let number, case .running(let attempt) = before.phase, attempt.number != number {
-                #expect(action == .none && self.machine == before, "a stale finish changed state: \(self.events)")
+                check(action == .none && self.machine == before, "a stale finish changed state: \(self.events)")
             }
             self.apply(action, success ? "finishTrue" : "finishFalse", number)
         case 6:
@@ -195,7 +207,7 @@ struct OperationStateMachineTests {
                 for choice in sequence { driver.step(choice: choice, &random) }
                 let started = driver.machine.phase != .notStarted
                 driver.settle()
-                if started { #expect(driver.machine.isFinished, "\(sequence): \(driver.events)") }
+                if started { check(driver.machine.isFinished, "\(sequence): \(driver.events)") }
             }
             count += 1
             // The next sequence, as an odometer in base `Driver.choices`.
