@@ -28,7 +28,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var machine = OperationStateMachine()
         /// What the operation was added to (a Queuer, a chain, a group), so that adding it twice traps at the call.
         var owner: String?
-        /// Operations that depend on this one, kept alive until it has finished: see ``holdDependent(_:)``.
+        /// Operations that depend on this one, kept alive until it has finished: see `holdDependent(_:)`.
         var dependents: [Operation] = []
     }
 
@@ -276,7 +276,9 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Makes this operation depend on `operation`; if that is a ``ConcurrentOperation``, it keeps this one alive
     /// until it has finished.
     ///
-    /// See ``holdDependent(_:)`` for why.
+    /// Foundation on Linux keeps an operation's dependents unretained and reads them when the operation finishes,
+    /// while a cancelled dependent finishes at once and may be freed: the hold makes releasing either one safe. A
+    /// dependency that never finishes keeps its dependents, as a queue keeps an operation that never finishes.
     /// - Parameter operation: The operation that must finish before this one starts.
     override open func addDependency(_ operation: Operation) {
         super.addDependency(operation)

@@ -46,11 +46,11 @@ package struct OperationStateMachine: Equatable, Sendable {
         case none
         /// Call `execute()` for attempt `attempt`, on this thread, now.
         case execute(attempt: Int)
-        /// Begin attempt `attempt` (with ``OperationStateMachine/begin(_:)``), never on the thread of a caller
+        /// Begin attempt `attempt` (with `begin(_:)`), never on the thread of a caller
         /// that is not the attempt's own: after `policy`'s delay for an automatic retry, at once for a manual one.
         case scheduleAttempt(Int, policy: RetryPolicy?)
         /// Finish the operation: KVO for `isFinished` (and `isExecuting` when `wasExecuting`) around
-        /// ``OperationStateMachine/markFinished()``.
+        /// `markFinished()`.
         case finish(wasExecuting: Bool)
     }
 
