@@ -198,6 +198,22 @@ struct AsyncOperationTests {
         await queuer.waitUntilAllOperationsAreFinished()
     }
 
+    @Test("an async body that calls finish traps with a message: only returning or throwing ends its attempt")
+    func finishFromTheBodyTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queuer = Queuer(name: "test.async.finish")
+            let operation = AsyncOperation(name: "finisher") { operation in
+                operation.finish(success: true)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+            queuer.addOperation(operation)
+            await queuer.waitUntilAllOperationsAreFinished()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("AsyncOperation 'finisher': finish was called"))
+        #expect(stderr.contains("returns"))
+    }
+
     @Test("an async operation releases itself and its body once it has finished")
     func releasedAfterwards() async {
         weak var weakOperation: AsyncOperation?

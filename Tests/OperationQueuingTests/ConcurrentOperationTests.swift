@@ -382,3 +382,109 @@ struct ConcurrentOperationRaceTests {
         #expect(upload.success)
     }
 }
+
+@Suite("ConcurrentOperation: attempts, cancellation and outcomes", .timeLimit(.minutes(1)))
+struct ConcurrentOperationAttemptTests {
+    @Test("a late, duplicate finish meant for attempt 1 does not end attempt 2")
+    func lateFinishFromEarlierAttempt() {
+        let queuer = Queuer(name: "test.latefinish")
+        let secondStarted = DispatchSemaphore(value: 0)
+        let operation = ConcurrentOperation { operation in
+            let attempt = operation.currentAttempt
+            if attempt == 1 {
+                operation.finish(attempt: attempt, success: false)
+            } else {
+                secondStarted.signal()
+            }
+        }
+        operation.manualFinish = true
+        operation.maximumRetries = 2
+        let finished = DispatchSemaphore(value: 0)
+        operation.completionBlock = { finished.signal() }
+        queuer.addOperation(operation)
+        #expect(secondStarted.wait(timeout: deadline()) == .success)
+        // Attempt 1's callback fires again, late, while attempt 2 waits for its own finish.
+        operation.finish(attempt: 1, success: false)
+        #expect(finished.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "attempt 1's finish ended attempt 2")
+        #expect(!operation.isFinished)
+        operation.finish(attempt: 2, success: true)
+        #expect(finished.wait(timeout: deadline()) == .success)
+        #expect(operation.success)
+        #expect(operation.currentAttempt == 2)
+    }
+
+    @Test("an operation that never ran is not successful, also once cancelled and finished")
+    func neverRanIsNotSuccessful() {
+        let idle = ConcurrentOperation { _ in }
+        #expect(idle.success == false)
+        let queuer = Queuer(name: "test.neverran")
+        let cancelled = ConcurrentOperation { _ in }
+        cancelled.cancel()
+        queuer.addOperation(cancelled)
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(cancelled.isFinished)
+        #expect(cancelled.success == false)
+    }
+
+    @Test(
+        "a cancel that races the end of a failed attempt is never lost: the operation finishes at once",
+        arguments: [true, false]
+    )
+    func cancelRacesFailedAttempt(manualRetry: Bool) {
+        // Another thread cancels just as the failing block returns; the operation must finish — with manual retry it
+        // would otherwise wait for a retry() forever, with automatic retry for an hour. Four racing pairs on two
+        // cores, so that threads are also preempted at the worst moment.
+        let stuck = AtomicBox(0)
+        let ran = runOnThreads(4, seconds: 50) { index in
+            let flag = SpinFlag()
+            let queuer = Queuer(name: "test.cancelrace.\(index)")
+            for round in 1...1_500 {
+                let operation = ConcurrentOperation { operation in
+                    operation.success = false
+                    flag.set(round)
+                    // cancel() takes a while to reach the state lock: sweep where it lands around the return.
+                    for _ in 0..<(round % 128) * 2 { flag.pause() }
+                }
+                operation.manualRetry = manualRetry
+                operation.retryPolicy = .constant(.seconds(3_600))
+                let finished = DispatchSemaphore(value: 0)
+                operation.completionBlock = { finished.signal() }
+                onNewThread {
+                    guard flag.spin(until: round) else { return }
+                    operation.cancel()
+                }
+                queuer.addOperation(operation)
+                guard finished.wait(timeout: deadline(5)) == .success else {
+                    stuck.mutate { $0 += 1 }
+                    return
+                }
+                #expect(operation.success == false)
+            }
+        }
+        #expect(ran)
+        #expect(stuck.value == 0, "an operation cancelled as its attempt failed never finished")
+    }
+
+    @Test("a cancel during a long retry delay finishes the operation at once and lets it go")
+    func cancelDuringRetryDelay() {
+        let queuer = Queuer(name: "test.canceldelay")
+        let failed = DispatchSemaphore(value: 0)
+        weak var weakOperation: ConcurrentOperation?
+        do {
+            let operation = ConcurrentOperation { operation in
+                operation.success = false
+                failed.signal()
+            }
+            operation.retryPolicy = .constant(.seconds(3_600))
+            weakOperation = operation
+            queuer.addOperation(operation)
+            #expect(failed.wait(timeout: deadline()) == .success)
+            operation.cancel()
+            #expect(operation.isFinished, "finished by cancel(), not at the end of the delay")
+            #expect(operation.success == false)
+            #expect(operation.currentAttempt == 1)
+        }
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(eventually { weakOperation == nil }, "the pending delay does not keep the cancelled operation")
+    }
+}

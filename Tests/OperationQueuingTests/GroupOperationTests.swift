@@ -82,6 +82,23 @@ struct GroupOperationTests {
         #expect(ran.value == false)
     }
 
+    @Test("a group cancelled before its operations ran did not succeed, nor did they")
+    func cancelledGroupDidNotSucceed() {
+        let queuer = Queuer(name: "test.group.cancelledoutcome")
+        queuer.pause()
+        let first = ConcurrentOperation { _ in }
+        let second = ConcurrentOperation { _ in }
+        let group = GroupOperation([first, second])
+        queuer.addOperation(group)
+        group.cancel()
+        queuer.resume()
+        queuer.waitUntilAllOperationsAreFinished()
+        #expect(group.isFinished)
+        #expect(group.allOperationsSucceeded == false)
+        #expect(group.success == false)
+        #expect(first.success == false && second.success == false)
+    }
+
     @Test("an operation listed twice in a group traps in init with a message naming the rule")
     func listedTwice() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -39,11 +39,9 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         var ended = 0
     }
 
-    // Safety: the running task and the last error are in an AtomicBox; `startedAttempts` is only touched by
-    // `execute()`, whose calls never overlap and each follow the end of the one before.
+    // Safety: the running task and the last error are in an AtomicBox; the attempt numbers come from
+    // ConcurrentOperation's state machine.
     private let attempt = AtomicBox(Attempt())
-    @exclusivity(unchecked)
-    private var startedAttempts = 0
     private let body: nonisolated(nonsending) @Sendable (AsyncOperation) async throws -> Void
 
     /// Creates an operation that runs `body` in each attempt.
@@ -80,8 +78,7 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// costs no hop to another thread; after its first suspension it goes on in the global concurrent pool.
     override open func execute() {
         let priority = TaskPriority(self.qualityOfService)
-        self.startedAttempts += 1
-        let number = self.startedAttempts
+        let number = self.attemptBeingExecuted
         // The task captures only `self`, which then serves as the closure's context: no allocation for it.
         let task: Task<Void, Never>
         if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
@@ -100,14 +97,14 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// Runs the body and ends the attempt with its outcome, on the executor of the task that runs it.
     private nonisolated(nonsending) func runAttempt() async {
         // Read before the body can suspend; the next attempt starts only after this one has ended.
-        let number = self.startedAttempts
+        let number = self.attemptBeingExecuted
         do {
             try await self.body(self)
             self.end(number, error: nil)
-            self.finish(success: true)
+            self.endAttempt(number, success: true)
         } catch {
             self.end(number, error: error)
-            self.finish(success: false)
+            self.endAttempt(number, success: false)
         }
     }
 
@@ -118,6 +115,32 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
             attempt.ended = number
             attempt.task = nil
         }
+    }
+
+    /// Traps: an ``AsyncOperation``'s attempt ends only when its body returns or throws.
+    ///
+    /// A `finish` from the body would end the attempt while the body still runs, and start the next one beside it.
+    /// - Parameter success: Unused.
+    /// - Precondition: Never met; return from the body, or throw.
+    override open func finish(success: Bool = true) {
+        self.misusedFinish()
+    }
+
+    /// Traps: an ``AsyncOperation``'s attempt ends only when its body returns or throws.
+    ///
+    /// - Parameters:
+    ///   - attempt: Unused.
+    ///   - success: Unused.
+    /// - Precondition: Never met; return from the body, or throw.
+    override open func finish(attempt: Int, success: Bool = true) {
+        self.misusedFinish()
+    }
+
+    private func misusedFinish() -> Never {
+        preconditionFailure(
+            "AsyncOperation '\(self.name ?? "unnamed")': finish was called; an AsyncOperation's attempt ends only "
+                + "when its body returns (success) or throws (failure)"
+        )
     }
 
     /// Cancels the operation and the running attempt's task.

@@ -25,94 +25,23 @@ import Foundation
 /// An operation cancelled before it starts never runs its block and finishes; one with no block finishes at once.
 /// All state is read and written under a lock.
 open class ConcurrentOperation: Operation, @unchecked Sendable {
-    /// Where the operation is in its life, attempt by attempt.
-    private enum Phase {
-        /// `start()` has not run.
-        case notStarted
-        /// Attempt ``State/currentAttempt`` runs, or has been handed to a queue to run.
-        case attempt(AttemptProgress)
-        /// A failed attempt waits for `retry()`.
-        case waitingForRetry
-        /// `retry()` was called while the operation was paused: the attempt starts at `resume()`.
-        case retryingAfterResume
-        /// A failed attempt waits out the ``RetryPolicy`` delay before the next one.
-        case delayingRetry
-        /// No attempt will run again: the operation is finishing or finished.
-        case ended
-    }
-
-    /// How far the current attempt has come.
-    ///
-    /// It ends when its block has returned and, with manual finish, `finish(success:)` has been called — whichever
-    /// comes later.
-    private struct AttemptProgress {
-        /// ``ConcurrentOperation/manualFinish`` as it was when the attempt started.
-        let manualFinish: Bool
-        var blockReturned = false
-        var finishCalled = false
-    }
-
-    /// What to do once an attempt has ended.
-    private enum Next {
-        /// Nothing yet: the attempt goes on, or the operation waits for `retry()`.
-        case wait
-        /// Start the next attempt.
-        case runNextAttempt
-        /// Start the next attempt after a delay.
-        case runNextAttemptAfter(Duration)
-        /// Finish the operation.
-        case finish
-    }
-
     private struct State {
         var executionBlock: (@Sendable (ConcurrentOperation) -> Void)?
-        var success = true
-        var maximumRetries = 3
-        var currentAttempt = 1
-        var manualRetry = false
-        var manualFinish = false
-        var retryPolicy = RetryPolicy.immediate
-        var isExecuting = false
-        var isFinished = false
-        var isPaused = false
-        var phase = Phase.notStarted
-        /// Set by `GroupOperation`: one attempt, ended by `finish(success:)`, whatever is set.
-        var isGroup = false
+        var machine = OperationStateMachine()
         /// What the operation was added to (a Queuer, a chain, a group), so that adding it twice traps at the call.
         var owner: String?
-
-        /// The attempts allowed in all.
-        var attemptLimit: Int { self.isGroup ? 1 : max(1, self.maximumRetries) }
-
-        /// Starts attempt ``currentAttempt``: `success` is `true` until the attempt says otherwise.
-        mutating func beginAttempt() {
-            self.success = true
-            self.phase = .attempt(AttemptProgress(manualFinish: self.isGroup || self.manualFinish))
-        }
-
-        /// Decides what follows the attempt that just ended.
-        mutating func attemptEnded(isCancelled: Bool) -> Next {
-            guard !self.success, self.currentAttempt < self.attemptLimit, !isCancelled else {
-                self.phase = .ended
-                return .finish
-            }
-            if self.manualRetry {
-                self.phase = .waitingForRetry
-                return .wait
-            }
-            let delay = self.retryPolicy.delay(beforeRetry: self.currentAttempt)
-            guard delay <= .zero else {
-                self.phase = .delayingRetry
-                return .runNextAttemptAfter(delay)
-            }
-            self.currentAttempt += 1
-            self.beginAttempt()
-            return .runNextAttempt
-        }
+        /// Operations that depend on this one, kept alive until it has finished: see `holdDependent(_:)`.
+        var dependents: [Operation] = []
     }
 
-    // Safety: every piece of mutable state is in `state`, an AtomicBox; KVO and user code run outside its lock.
+    // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
+    // only by the thread that is about to call `execute()`, after the state lock has said the attempt begins, and read
+    // by that `execute()` (and by the task an AsyncOperation's `execute()` starts, before its attempt can end).
+    // Attempts never overlap, and each begins after the one before has ended under the lock, so no write meets a
+    // read. KVO and user code run outside the lock.
     private let state = AtomicBox(State())
+    @exclusivity(unchecked)
+    private var executingAttempt = 0
 
     /// Creates an operation.
     ///
@@ -134,39 +63,44 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         set { self.state.mutate { $0.executionBlock = newValue } }
     }
 
-    /// Whether the current attempt succeeded; `true` unless the attempt sets it to `false`.
+    /// Whether the current attempt succeeded: `false` until an attempt has run, then `true` unless the attempt sets
+    /// it to `false`.
+    ///
+    /// An operation cancelled before it started, or while it waited for its next attempt, is not successful. Set it
+    /// from the attempt: at any other time (before the first attempt, between attempts, after the operation
+    /// finished) setting it does nothing.
     open var success: Bool {
-        get { self.state.mutate { $0.success } }
-        set { self.state.mutate { $0.success = newValue } }
+        get { self.state.mutate { $0.machine.success } }
+        set { self.state.mutate { $0.machine.setSuccess(newValue) } }
     }
 
     /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
     ///
     /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1 and setting it does nothing.
     open var maximumRetries: Int {
-        get { self.state.mutate { $0.isGroup ? 1 : $0.maximumRetries } }
-        set { self.state.mutate { if !$0.isGroup { $0.maximumRetries = newValue } } }
+        get { self.state.mutate { $0.machine.isGroup ? 1 : $0.machine.maximumRetries } }
+        set { self.state.mutate { $0.machine.maximumRetries = newValue } }
     }
 
     /// The attempt running now or last, counted from 1.
     public var currentAttempt: Int {
-        self.state.mutate { $0.currentAttempt }
+        self.state.mutate { $0.machine.currentAttempt }
     }
 
     /// Whether a failed attempt waits for ``retry()`` instead of retrying at once.
     ///
     /// Always `false` for a ``GroupOperation``, which makes one attempt.
     open var manualRetry: Bool {
-        get { self.state.mutate { !$0.isGroup && $0.manualRetry } }
-        set { self.state.mutate { $0.manualRetry = newValue } }
+        get { self.state.mutate { !$0.machine.isGroup && $0.machine.manualRetry } }
+        set { self.state.mutate { $0.machine.manualRetry = newValue } }
     }
 
     /// Whether an attempt ends only when ``finish(success:)`` is called, rather than when ``execute()`` returns.
     ///
     /// Read when an attempt starts. Always `true` for a ``GroupOperation``, which finishes when its operations have.
     open var manualFinish: Bool {
-        get { self.state.mutate { $0.isGroup || $0.manualFinish } }
-        set { self.state.mutate { $0.manualFinish = newValue } }
+        get { self.state.mutate { $0.machine.isGroup || $0.machine.manualFinish } }
+        set { self.state.mutate { $0.machine.manualFinish = newValue } }
     }
 
     /// How long the operation waits before an automatic retry; ``RetryPolicy/immediate`` by default.
@@ -174,23 +108,18 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Read when an attempt fails. It does not apply to ``manualRetry``, nor to a ``GroupOperation``, which makes one
     /// attempt.
     public var retryPolicy: RetryPolicy {
-        get { self.state.mutate { $0.retryPolicy } }
-        set { self.state.mutate { $0.retryPolicy = newValue } }
+        get { self.state.mutate { $0.machine.retryPolicy } }
+        set { self.state.mutate { $0.machine.retryPolicy = newValue } }
     }
 
     /// Whether a failed attempt waits for ``retry()`` now (with ``manualRetry``).
     public var isWaitingForRetry: Bool {
-        self.state.mutate { state in
-            switch state.phase {
-            case .waitingForRetry, .retryingAfterResume: true
-            case .notStarted, .attempt, .delayingRetry, .ended: false
-            }
-        }
+        self.state.mutate { $0.machine.isWaitingForRetry }
     }
 
     /// Whether ``pause()`` was called more recently than ``resume()``.
     public var isPaused: Bool {
-        self.state.mutate { $0.isPaused }
+        self.state.mutate { $0.machine.isPaused }
     }
 
     // MARK: Operation
@@ -199,46 +128,32 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     override open var isAsynchronous: Bool { true }
 
     /// Whether the operation has started and not finished.
-    override open var isExecuting: Bool { self.state.mutate { $0.isExecuting } }
+    override open var isExecuting: Bool { self.state.mutate { $0.machine.isExecuting } }
 
     /// Whether the operation has finished: all its attempts ran, or it was cancelled before it started.
-    override open var isFinished: Bool { self.state.mutate { $0.isFinished } }
+    override open var isFinished: Bool { self.state.mutate { $0.machine.isFinished } }
 
     /// Starts the first attempt, or finishes at once if the operation was cancelled before it started.
+    ///
+    /// - Precondition: The operation has not started before.
     override open func start() {
-        let starts = self.state.mutate { state -> Bool in
-            guard case .notStarted = state.phase else { return false }
-            state.beginAttempt()
-            return true
+        self.willChangeValue(forKey: "isExecuting")
+        let action = self.state.mutate { $0.machine.start() }
+        self.didChangeValue(forKey: "isExecuting")
+        guard let action else {
+            preconditionFailure("ConcurrentOperation '\(self.name ?? "unnamed")': start() was called twice")
         }
-        precondition(starts, "ConcurrentOperation '\(self.name ?? "unnamed")': start() was called twice")
-        if self.isCancelled {
-            self.state.mutate { $0.phase = .ended }
-            self.finishOperation()
-            return
-        }
-        self.changeExecuting(to: true)
-        self.runAttempts()
+        self.apply(action)
     }
 
     /// Cancels the operation.
     ///
     /// One that has not started finishes without running its block when its queue starts it; a running attempt may
-    /// go on, but no further attempt starts; one waiting for ``retry()`` or for its ``retryPolicy`` delay finishes at
-    /// once, unsuccessfully, and ``retry()`` then does nothing.
+    /// go on, but no further attempt starts; one waiting for ``retry()``, for its ``retryPolicy`` delay or for its
+    /// next attempt to begin finishes at once, unsuccessfully, and ``retry()`` then does nothing.
     override open func cancel() {
         super.cancel()
-        let finishesNow = self.state.mutate { state -> Bool in
-            switch state.phase {
-            case .waitingForRetry, .retryingAfterResume, .delayingRetry:
-                state.phase = .ended
-                state.success = false
-                return true
-            case .notStarted, .attempt, .ended:
-                return false
-            }
-        }
-        if finishesNow { self.finishOperation() }
+        self.apply(self.state.mutate { $0.machine.cancel() })
     }
 
     // MARK: Attempts
@@ -254,26 +169,53 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Ends the current attempt with `success`: the operation then retries or finishes.
+    /// Ends the attempt that runs now with `success`: the operation then retries or finishes.
     ///
     /// Call it from any thread. With ``manualFinish`` it is how an attempt ends; otherwise an attempt also ends when
     /// ``execute()`` returns. An attempt never ends before its ``execute()`` has returned: called while it runs,
-    /// `finish` records `success` and the attempt ends when ``execute()`` returns. The next attempt never runs on
-    /// the caller's thread. Calls after the operation finished, for an attempt that already ended, or a second time
-    /// for the same attempt do nothing.
+    /// `finish` records `success` and the attempt ends when ``execute()`` returns. The next attempt then runs on the
+    /// attempt's own thread, after ``execute()`` has returned, or on a global queue; never inside `finish`, so a
+    /// `finish` from another thread never runs it. Calls after the operation finished, between attempts, or a second
+    /// time for the same attempt do nothing.
+    ///
+    /// This form cannot tell which attempt it comes from: it ends whichever attempt runs when it is called. A
+    /// callback that may come late or twice, and so reach a later attempt, should name its attempt with
+    /// ``finish(attempt:success:)``.
     /// - Parameter success: Whether the attempt succeeded.
     open func finish(success: Bool = true) {
-        let isCancelled = self.isCancelled  // an open property: read it outside the lock
-        let next = self.state.mutate { state -> Next in
-            guard case .attempt(var progress) = state.phase, !progress.finishCalled else { return .wait }
-            progress.finishCalled = true
-            state.phase = .attempt(progress)
-            state.success = success
-            guard progress.blockReturned else { return .wait }  // the attempt ends when execute() returns
-            return state.attemptEnded(isCancelled: isCancelled)
-        }
-        self.proceed(next)
+        self.endAttempt(nil, success: success)
     }
+
+    /// Ends attempt `attempt` with `success`, if it is the attempt that runs now; otherwise does nothing.
+    ///
+    /// Read ``currentAttempt`` when the attempt starts (in ``execute()`` or the block), and pass it here from the
+    /// attempt's callbacks: a late or duplicate call meant for an earlier attempt then cannot end a later one. In
+    /// every other way it is ``finish(success:)``.
+    /// ```swift
+    /// let upload = ConcurrentOperation { operation in
+    ///     let attempt = operation.currentAttempt
+    ///     client.upload(file) { error in operation.finish(attempt: attempt, success: error == nil) }
+    /// }
+    /// upload.manualFinish = true
+    /// queuer.addOperation(upload)
+    /// upload.waitUntilFinished()  // here the first upload fails
+    /// print(upload.currentAttempt, upload.success)  // 2 true
+    /// ```
+    /// - Parameters:
+    ///   - attempt: The number of the attempt that ends, as ``currentAttempt`` read while it ran.
+    ///   - success: Whether the attempt succeeded.
+    open func finish(attempt: Int, success: Bool = true) {
+        self.endAttempt(attempt, success: success)
+    }
+
+    /// Ends attempt `number` (or the running attempt, when `nil`) with `success`; how every `finish` and an
+    /// ``AsyncOperation``'s body end an attempt.
+    func endAttempt(_ number: Int?, success: Bool) {
+        self.apply(self.state.mutate { $0.machine.finish(attempt: number, success: success) })
+    }
+
+    /// The number of the attempt whose ``execute()`` runs on this thread now; read only from ``execute()``.
+    var attemptBeingExecuted: Int { self.executingAttempt }
 
     /// Starts the next attempt of an operation waiting after a failed attempt with ``manualRetry``.
     ///
@@ -281,17 +223,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// ``Queuer`` was paused), the attempt starts at ``resume()``. While an attempt runs, after the last attempt,
     /// after the operation was cancelled, or after it finished, it does nothing.
     open func retry() {
-        let retrying = self.state.mutate { state -> Bool in
-            guard case .waitingForRetry = state.phase else { return false }
-            guard !state.isPaused else {
-                state.phase = .retryingAfterResume
-                return false
-            }
-            state.currentAttempt += 1
-            state.beginAttempt()
-            return true
-        }
-        if retrying { self.proceed(.runNextAttempt) }
+        self.apply(self.state.mutate { $0.machine.retry() })
     }
 
     /// Records a pause in ``isPaused``; ``Queuer/pause()`` calls it.
@@ -299,21 +231,14 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// While paused, ``retry()`` defers its attempt to ``resume()``. Override it to pause long-running work, and
     /// call `super`.
     open func pause() {
-        self.state.mutate { $0.isPaused = true }
+        self.state.mutate { $0.machine.pause() }
     }
 
     /// Clears ``isPaused``, and starts an attempt that ``retry()`` deferred; ``Queuer/resume()`` calls it.
     ///
     /// Override it to resume long-running work, and call `super`.
     open func resume() {
-        let retrying = self.state.mutate { state -> Bool in
-            state.isPaused = false
-            guard case .retryingAfterResume = state.phase else { return false }
-            state.currentAttempt += 1
-            state.beginAttempt()
-            return true
-        }
-        if retrying { self.proceed(.runNextAttempt) }
+        self.apply(self.state.mutate { $0.machine.resume() })
     }
 
     // MARK: Queues
@@ -350,95 +275,112 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         }
     }
 
+    /// Makes this operation depend on `operation`; if that is a ``ConcurrentOperation``, it keeps this one alive
+    /// until it has finished.
+    ///
+    /// Foundation on Linux keeps an operation's dependents unretained and reads them when the operation finishes,
+    /// while a cancelled dependent finishes at once and may be freed: the hold makes releasing either one safe. A
+    /// dependency that never finishes keeps its dependents, as a queue keeps an operation that never finishes.
+    /// - Parameter operation: The operation that must finish before this one starts.
+    override open func addDependency(_ operation: Operation) {
+        super.addDependency(operation)
+        (operation as? ConcurrentOperation)?.holdDependent(self)
+    }
+
+    /// Keeps `dependent`, an operation that depends on this one, alive until this one has finished.
+    ///
+    /// Foundation on Linux keeps an operation's dependents unretained, and walks them when the operation finishes.
+    /// A dependent that is cancelled finishes at once, while this one may still run, and its queue then lets it go:
+    /// without this hold, finishing this operation would read a freed dependent (a crash in
+    /// `Operation.observeValue`).
+    func holdDependent(_ dependent: Operation) {
+        self.state.mutate { state in
+            if !state.machine.isFinished { state.dependents.append(dependent) }
+        }
+    }
+
     /// Makes this operation a group's: one attempt, ended by `finish(success:)`, whatever is set.
     func makeGroup() {
-        self.state.mutate { $0.isGroup = true }
+        self.state.mutate { $0.machine.isGroup = true }
     }
 
-    // MARK: Running
+    // MARK: Applying the machine's actions
 
-    /// Runs attempts on the calling thread, one after another, for as long as each is followed by the next at once.
+    /// Does what the state machine decided, outside the lock, on the calling thread: the one place that acts.
+    ///
+    /// A next attempt is handed to a global queue here, never run on the caller's thread; only the attempt loop
+    /// runs one inline, after the attempt before it, on that attempt's thread.
+    private func apply(_ action: OperationStateMachine.Action) {
+        switch action {
+        case .none:
+            break
+        case .execute(let attempt):
+            self.runAttempts(from: attempt)
+        case .scheduleAttempt(let attempt, let policy):
+            self.schedule(attempt, after: Self.delay(before: attempt, policy))
+        case .finish(let wasExecuting):
+            self.finishOperation(wasExecuting: wasExecuting)
+        }
+    }
+
+    /// Runs attempts on the calling thread, from `first`, one after another, for as long as each is followed by the
+    /// next at once.
     ///
     /// A loop rather than recursion, so that any number of retries runs in constant stack.
-    private func runAttempts() {
-        repeat {
+    private func runAttempts(from first: Int) {
+        var attempt = first
+        while true {
+            self.executingAttempt = attempt
             self.execute()
-            let isCancelled = self.isCancelled
-            let next = self.state.mutate { state -> Next in
-                guard case .attempt(var progress) = state.phase else { return .wait }
-                progress.blockReturned = true
-                state.phase = .attempt(progress)
-                guard progress.finishCalled || !progress.manualFinish else { return .wait }
-                return state.attemptEnded(isCancelled: isCancelled)
-            }
-            guard case .runNextAttempt = next else { return self.proceed(next) }
-        } while !self.endIfCancelledBeforeRetry()
-    }
-
-    /// Acts on what follows an attempt, outside the attempt loop: the next attempt is handed to a global queue,
-    /// never run on the caller's thread.
-    private func proceed(_ next: Next) {
-        switch next {
-        case .wait:
-            break
-        case .finish:
-            self.finishOperation()
-        case .runNextAttempt:
-            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).async {
-                if !self.endIfCancelledBeforeRetry() { self.runAttempts() }
-            }
-        case .runNextAttemptAfter(let delay):
-            let (seconds, attoseconds) = delay.components
-            let deadline: DispatchTime =
-                seconds < 1_000_000_000
-                ? .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-                : .distantFuture
-            DispatchQueue.global(qos: self.qualityOfService.dispatchQoS).asyncAfter(deadline: deadline) {
-                // A cancel during the delay has already finished the operation.
-                let starts = self.state.mutate { state -> Bool in
-                    guard case .delayingRetry = state.phase else { return false }
-                    state.currentAttempt += 1
-                    state.beginAttempt()
-                    return true
-                }
-                if starts, !self.endIfCancelledBeforeRetry() { self.runAttempts() }
-            }
+            let action = self.state.mutate { $0.machine.executeReturned(attempt) }
+            guard case .scheduleAttempt(let next, let policy) = action else { return self.apply(action) }
+            let delay = Self.delay(before: next, policy)
+            guard delay <= .zero else { return self.schedule(next, after: delay) }
+            // The next attempt follows at once, here; a cancel that came meanwhile has finished the operation.
+            guard case .execute(let begun) = self.state.mutate({ $0.machine.begin(next) }) else { return }
+            attempt = begun
         }
     }
 
-    /// Finishes the operation, unsuccessfully, if it was cancelled after its next attempt was decided on but before
-    /// that attempt started.
+    /// The wait before attempt `attempt`: `policy`'s for an automatic retry, none for a manual one (`nil`).
+    private static func delay(before attempt: Int, _ policy: RetryPolicy?) -> Duration {
+        policy?.delay(beforeRetry: attempt - 1) ?? .zero
+    }
+
+    /// Begins attempt `attempt` on a global queue after `delay`, unless the operation was cancelled meanwhile.
     ///
-    /// - Returns: Whether the operation ended: the attempt must not run.
-    private func endIfCancelledBeforeRetry() -> Bool {
-        guard self.isCancelled else { return false }
-        let ends = self.state.mutate { state -> Bool in
-            guard case .attempt = state.phase else { return false }
-            state.phase = .ended
-            state.success = false
-            return true
+    /// The operation's queue keeps it alive until it finishes; the delayed block holds it only weakly, so that a
+    /// cancelled operation is released at once rather than at the end of a long delay.
+    private func schedule(_ attempt: Int, after delay: Duration) {
+        let queue = DispatchQueue.global(qos: self.qualityOfService.dispatchQoS)
+        guard delay > .zero else {
+            queue.async { self.apply(self.state.mutate { $0.machine.begin(attempt) }) }
+            return
         }
-        if ends { self.finishOperation() }
-        return true
+        let (seconds, attoseconds) = delay.components
+        let deadline: DispatchTime =
+            seconds < 1_000_000_000
+            ? .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+            : .distantFuture
+        queue.asyncAfter(deadline: deadline) { [weak self] in
+            guard let self else { return }
+            self.apply(self.state.mutate { $0.machine.begin(attempt) })
+        }
     }
 
     /// Finishes the operation once, changing state between KVO notifications.
-    private func finishOperation() {
-        let wasExecuting = self.state.mutate { $0.isExecuting }
+    ///
+    /// Its dependents are let go only after Foundation has walked them, in `didChangeValue(forKey: "isFinished")`.
+    private func finishOperation(wasExecuting: Bool) {
         self.willChangeValue(forKey: "isFinished")
         if wasExecuting { self.willChangeValue(forKey: "isExecuting") }
-        self.state.mutate { state in
-            state.isFinished = true
-            state.isExecuting = false
+        let dependents = self.state.mutate { state -> [Operation] in
+            state.machine.markFinished()
+            defer { state.dependents = [] }
+            return state.dependents
         }
         if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
-        self.didChangeValue(forKey: "isFinished")
-    }
-
-    private func changeExecuting(to executing: Bool) {
-        self.willChangeValue(forKey: "isExecuting")
-        self.state.mutate { $0.isExecuting = executing }
-        self.didChangeValue(forKey: "isExecuting")
+        withExtendedLifetime(dependents) { self.didChangeValue(forKey: "isFinished") }
     }
 }
 

@@ -59,6 +59,8 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     }
 
     /// Whether every operation of the group succeeded.
+    ///
+    /// An operation that never ran did not succeed: a group cancelled before its operations ran reports `false`.
     public var allOperationsSucceeded: Bool {
         self.operations.allSatisfy(\.success)
     }

@@ -1,0 +1,96 @@
+import Dispatch
+import Foundation
+import OperationQueuing
+import TestSupport
+import Testing
+
+@Suite("Operation lifetimes", .timeLimit(.minutes(1)))
+struct OperationLifetimeTests {
+    @Test("a cancelled dependent released before its running dependency finishes is never read after it is freed")
+    func cancelledDependentReleased() {
+        // Foundation on Linux keeps dependents unretained. The dependent is cancelled, finishes at once, and is let go
+        // by its queue and by the test; the dependency then finishes from another thread.
+        for _ in 0..<100 {
+            let running = DispatchSemaphore(value: 0)
+            weak var weakDependent: ConcurrentOperation?
+            let operation = ConcurrentOperation { _ in running.signal() }
+            operation.manualFinish = true
+            do {
+                let queuer = Queuer(name: "test.lifetime.dependent")
+                let dependent = ConcurrentOperation { _ in }
+                weakDependent = dependent
+                queuer.addChainedOperations([operation, dependent])
+                #expect(running.wait(timeout: deadline()) == .success)
+                dependent.cancel()
+                #expect(eventually { dependent.isFinished })
+            }
+            let finished = DispatchSemaphore(value: 0)
+            onNewThread {
+                operation.finish()
+                finished.signal()
+            }
+            #expect(finished.wait(timeout: deadline()) == .success)
+            operation.waitUntilFinished()
+            #expect(eventually { weakDependent == nil }, "the dependent is let go once its dependency has finished")
+        }
+    }
+
+    @Test("Queuers and operations released mid-flight, in every state, are all freed and never read after")
+    func releaseWhileRunning() async {
+        // Each round drops the Queuer and every reference at once, while one operation waits for a finish that
+        // another thread sends, one waits out a retry delay, one is an async body, and some are cancelled.
+        let references = AtomicBox<[WeakOperation]>([])
+        for round in 0..<300 {
+            let gate = DispatchSemaphore(value: 0)
+            do {
+                let queuer = Queuer(name: "test.lifetime.release.\(round)")
+                let manual = ConcurrentOperation { operation in
+                    let attempt = operation.currentAttempt
+                    onNewThread {
+                        _ = gate.wait(timeout: deadline())
+                        operation.finish(attempt: attempt, success: true)
+                    }
+                }
+                manual.manualFinish = true
+                let delayed = ConcurrentOperation { operation in operation.success = operation.currentAttempt == 2 }
+                delayed.retryPolicy = .constant(.milliseconds(1))
+                let body = AsyncOperation { _ in try await Task.sleep(for: .milliseconds(1)) }
+                let last = ConcurrentOperation { _ in }
+                let all = [manual, delayed, body, last]
+                references.mutate { $0 += all.map(WeakOperation.init) }
+                queuer.addChainedOperations(all)
+                switch round % 4 {
+                case 0: delayed.cancel()
+                case 1: queuer.cancelAll()
+                case 2: body.cancel()
+                default: break
+                }
+            }
+            gate.signal()
+        }
+        // Longer than `suspendUntil`: under a sanitizer, beside other suites, the last retries and bodies take a
+        // while. The test suspends between looks, so that the async bodies it waits for can run.
+        let limit = deadline(40)
+        var freed = false
+        while !freed, DispatchTime.now() < limit {
+            freed = references.value.allSatisfy { $0.operation == nil }
+            if !freed { try? await Task.sleep(for: .milliseconds(1)) }
+        }
+        let alive = references.value.compactMap(\.operation).map { operation in
+            let concurrent = operation as? ConcurrentOperation
+            return "\(type(of: operation)) finished \(operation.isFinished) cancelled \(operation.isCancelled) "
+                + "attempt \(concurrent?.currentAttempt ?? 0) waiting \(concurrent?.isWaitingForRetry ?? false)"
+        }
+        #expect(freed, "every operation is freed; still alive: \(alive)")
+    }
+}
+
+/// A weak reference to an operation, to see that it was freed.
+private struct WeakOperation: @unchecked Sendable {
+    // Safety: only read and written inside an AtomicBox.
+    weak var operation: Operation?
+
+    init(_ operation: Operation) {
+        self.operation = operation
+    }
+}
