@@ -101,6 +101,29 @@ struct GCDQueueNestingTests {
         #expect(seen.value == ["b", "b current: true", "a current: true", "a", "default"])
     }
 
+    @Test("after hops from one global queue to another and back, current is that global queue, not an inline sync's")
+    func currentAfterGlobalToGlobalHops() {
+        let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
+        let seen = AtomicBox<[Bool]>([])
+        let finished = runOnThreads(1, seconds: 10) { _ in
+            c.sync {
+                GCDQueue.default.sync {
+                    c.sync {
+                        GCDQueue.utility.sync {
+                            GCDQueue.default.sync {
+                                seen.mutate { $0 += [GCDQueue.current == .default, c.isCurrent] }
+                            }
+                            seen.mutate { $0.append(GCDQueue.current == .utility) }
+                        }
+                        seen.mutate { $0.append(GCDQueue.current == c) }
+                    }
+                }
+            }
+        }
+        #expect(finished)
+        #expect(seen.value == [true, true, true, true])
+    }
+
     @Test("along random nested syncs through serial, concurrent and global queues, current is the model's top")
     func randomNestings() {
         let model = NestingModel([
@@ -109,7 +132,7 @@ struct GCDQueueNestingTests {
             ("c2", GCDQueue(name: "test.nesting.c2", kind: .concurrent), false),
             ("default", .default, true), ("utility", .utility, true),
         ])
-        let wrong = model.check(rounds: 400, depth: 7)
+        let wrong = model.check(rounds: 1_000, depth: 8)
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 

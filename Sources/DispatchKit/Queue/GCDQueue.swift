@@ -44,7 +44,7 @@ public struct GCDQueue: Sendable, Equatable {
     ///   - name: The queue's label, shown in debuggers and crash logs.
     ///   - kind: ``Kind/serial`` unless you say otherwise.
     public init(name: String, kind: Kind = .serial) {
-        Self.registerMain()
+        _ = Self.standardQueuesRegistered
         let queue = DispatchQueue(label: name, attributes: kind == .concurrent ? .concurrent : [])
         self.init(queue, marker: .custom(queue, isSerial: kind == .serial))
     }
@@ -78,8 +78,9 @@ public struct GCDQueue: Sendable, Equatable {
         return GCDQueue(queue, marker: .standard(queue, isSerial: false))
     }
 
-    /// Touched before asking which queue the caller runs in, so that main and every global queue carry their
-    /// markers.
+    /// Touched as a queue is made, and before asking which queue the caller runs in, so that main and every global
+    /// queue carry their markers before any `sync` (a global queue's own statics touch main's only, as touching these
+    /// from there would initialise them from inside their own initialiser).
     static let standardQueuesRegistered: Bool = {
         _ = [main, userInteractive, userInitiated, `default`, utility, background]
         return true
@@ -87,8 +88,7 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Installs main's marker, so that a `sync` called on main records it as a queue the code is inside.
     ///
-    /// Every queue calls this as it is made, so that it has run before any `sync`. Global queues need no such care:
-    /// the record leaves them out, as a `sync` never deadlocks on one.
+    /// Each global queue calls this as it is made, so that it has run before any `sync`.
     private static func registerMain() {
         _ = self.main
     }
@@ -156,6 +156,8 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Parameter block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
+    /// - Precondition: Not called from an iteration of ``iterate(_:_:)`` onto a serial queue the caller of `iterate` is
+    ///   in: the iteration could neither wait for the queue, which waits for it, nor run inside it beside the others.
     @inlinable
     public func sync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
         // Inlined and specialized in the caller, so that the only generic work, keeping the outcome, is done there;
@@ -174,7 +176,8 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
     /// - Precondition: The caller is not inside this queue, if it is a concurrent queue of your own: the barrier would
-    ///   wait for the block that called it.
+    ///   wait for the block that called it. The same holds for the caller of ``iterate(_:_:)`` in an iteration, and
+    ///   ``sync(_:)``'s precondition holds too.
     @inlinable
     public func barrierSync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
         var outcome: Swift.Result<Output, Failure>?
@@ -211,9 +214,16 @@ public struct GCDQueue: Sendable, Equatable {
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,
-    /// recorded as one the code is inside, unless it is a global queue; `wait` gets the list to lend to the blocks.
+    /// recorded as one the code is inside; `wait` gets the list to lend to the blocks.
+    ///
+    /// A global queue is left out while the list is empty: being inside one never makes a `sync` deadlock. Once the
+    /// list has entries, it is recorded too, so that the innermost entry is never taken for the innermost queue when
+    /// a later `sync` comes back to that global queue. (Dispatch reports no queue only on a thread outside every queue,
+    /// where the list is empty: every queue targets a global one, and each carries its marker before any `sync`.)
     private func leaving(_ context: UInt, _ list: SyncRecord.List, _ wait: (SyncRecord.List) -> Void) {
-        guard context != 0, !QueueMarker.alive(withID: context).isGlobal else { return wait(list) }
+        guard context != 0, list.innermost != nil || !QueueMarker.alive(withID: context).isGlobal else {
+            return wait(list)
+        }
         self.marker.record.entering(context, context: context, within: list, wait)
     }
 

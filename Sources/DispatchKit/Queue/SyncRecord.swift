@@ -4,13 +4,14 @@ import AtomicPrimitives
 ///
 /// Inside `b.sync { }` called from queue `a`, Dispatch names only `b`, yet the code is still inside `a`: `a` waits for
 /// it. So each thread keeps a list of *entries*, innermost first, each in the stack frame of the `sync` that made it:
-/// - a `sync` that leaves a queue for another records the queue it leaves (never a global queue: being inside one
-///   never makes a `sync` deadlock);
+/// - a `sync` that leaves a queue for another records the queue it leaves (a global queue only when the list has
+///   entries already: being inside one never makes a `sync` deadlock);
 /// - a `sync` that runs inline records its queue.
 ///
 /// Each entry also keeps the marker id Dispatch reported when it was made, its *context*. The innermost entry is the
-/// innermost queue only while Dispatch still reports that context; once Dispatch reports another (inside the block
-/// of a `sync` that did not run inline), Dispatch's answer is the innermost queue.
+/// innermost queue only while Dispatch still reports that context. Inside the block of a `sync` that did not run
+/// inline, Dispatch reports another queue than the one the `sync` left and recorded, so Dispatch's answer is the
+/// innermost queue there, until a `sync` runs inline again.
 ///
 /// A thread that waits in `sync` lends its list to the thread that runs the block (the main thread, for
 /// `GCDQueue.main`): one thread at a time acts for a list, so an entry means that queue is held for this code alone.
