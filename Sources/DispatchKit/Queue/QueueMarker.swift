@@ -19,6 +19,8 @@ final class QueueMarker: @unchecked Sendable {
     private weak var customQueue: DispatchQueue?
     /// Whether the queue runs one block at a time.
     let isSerial: Bool
+    /// Whether this is a global queue's marker.
+    let isGlobal: Bool
     /// ``SpecificLookup/shared`` and ``SyncRecord/shared``, kept here so that identity checks reach them with a load.
     let lookup = SpecificLookup.shared
     let record = SyncRecord.shared
@@ -36,7 +38,16 @@ final class QueueMarker: @unchecked Sendable {
     /// The marker whose ``id`` is `id`, which must be alive: the marker of a queue the caller runs in, or whose
     /// `sync` it is inside.
     static func alive(withID id: UInt) -> QueueMarker {
-        Unmanaged<QueueMarker>.fromOpaque(UnsafeRawPointer(bitPattern: id).unsafelyUnwrapped).takeUnretainedValue()
+        Self.unmanaged(id).takeUnretainedValue()
+    }
+
+    /// What `body` reads from the marker whose ``id`` is `id`, which must be alive, without retaining it.
+    static func reading<Value>(_ id: UInt, _ body: (QueueMarker) -> Value) -> Value {
+        Self.unmanaged(id)._withUnsafeGuaranteedRef(body)
+    }
+
+    private static func unmanaged(_ id: UInt) -> Unmanaged<QueueMarker> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: id).unsafelyUnwrapped)
     }
 
     /// For a global queue: the address of its label as Dispatch reports it from inside the queue, or 0.
@@ -46,6 +57,7 @@ final class QueueMarker: @unchecked Sendable {
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
+        self.isGlobal = standard != nil && !isSerial
         self.labelAddress = standard.map { !isSerial ? $0.sync { Self.currentLabelAddress } : 0 } ?? 0
     }
 
@@ -71,11 +83,6 @@ final class QueueMarker: @unchecked Sendable {
     private func installed(on queue: DispatchQueue) -> QueueMarker {
         queue.setSpecific(key: Self.key, value: self)
         return self
-    }
-
-    /// Whether this is a global queue's marker.
-    var isGlobal: Bool {
-        self.standardQueue != nil && !self.isSerial
     }
 
     /// The queue, while it exists.
@@ -138,8 +145,7 @@ final class QueueMarker: @unchecked Sendable {
         let context = SpecificLookup.shared.innermostID
         if let id = record.innermostQueue(in: record.list, context: context) { return id }
         guard context != 0 else { return 0 }
-        let marker = Self.alive(withID: context)
-        return marker.isGlobal && !marker.isRunningDirectly ? 0 : context
+        return Self.reading(context) { $0.isGlobal && !$0.isRunningDirectly } ? 0 : context
     }
 
     /// Whether the calling code is in this marker's queue: Dispatch reports it (the code runs in it, or in a queue

@@ -4,8 +4,8 @@ import AtomicPrimitives
 ///
 /// Inside `b.sync { }` called from queue `a`, Dispatch names only `b`, yet the code is still inside `a`: `a` waits for
 /// it. So each thread keeps a list of *entries*, innermost first, each in the stack frame of the `sync` that made it:
-/// - a `sync` that leaves a queue for another records the queue it leaves (a global queue only when the list has
-///   entries already: being inside one never makes a `sync` deadlock);
+/// - a `sync` that leaves for another queue records the queue it leaves, or that it leaves none (a global queue, or
+///   none, only when the list has entries already: being inside a global queue never makes a `sync` deadlock);
 /// - a `sync` that runs inline records its queue.
 ///
 /// Each entry also keeps the marker id Dispatch reported when it was made, its *context*. The innermost entry is the
@@ -24,10 +24,12 @@ import AtomicPrimitives
 final class SyncRecord: Sendable {
     /// One queue the code is inside, or a boundary.
     struct Entry {
-        /// The queue's marker id; 0 for a boundary.
+        /// The queue's marker id; 0 for none.
         let queue: UInt
         /// The marker id Dispatch reported when the entry was made; 0 for none.
         let context: UInt
+        /// Whether this is a boundary: the entries outwards are held by a thread that waits for this code.
+        let isBoundary: Bool
         /// The next entry outwards.
         let outer: UnsafePointer<Entry>?
     }
@@ -68,7 +70,7 @@ final class SyncRecord: Sendable {
         var crossedBoundary = false
         var next = list.innermost
         while let entry = next?.pointee {
-            if entry.queue == 0 {
+            if entry.isBoundary {
                 crossedBoundary = true
             } else if entry.queue == queue {
                 return crossedBoundary ? .heldByWaitingCaller : .inside
@@ -78,22 +80,23 @@ final class SyncRecord: Sendable {
         return .outside
     }
 
-    /// The marker id of the queue of `list`'s innermost entry, if that is the innermost queue now that Dispatch
-    /// reports `context` (0 for none); else nil: then Dispatch's answer is the innermost queue.
+    /// The marker id of the queue of `list`'s innermost entry (0 for none), if that is the innermost queue now that
+    /// Dispatch reports `context` (0 for none); else nil: then Dispatch's answer is the innermost queue.
     func innermostQueue(in list: List, context: UInt) -> UInt? {
-        guard let entry = list.innermost?.pointee, entry.queue != 0, entry.context == context else { return nil }
+        guard let entry = list.innermost?.pointee, !entry.isBoundary, entry.context == context else { return nil }
         return entry.queue
     }
 
     /// Runs `work` with the queue whose marker id is `queue` recorded as entered, in `context`.
     ///
     /// - Parameters:
-    ///   - queue: The queue's marker id.
+    ///   - queue: The queue's marker id, or 0 for none.
     ///   - context: The marker id Dispatch reports now, or 0.
     ///   - list: The calling thread's ``list``, read by the caller.
     ///   - work: Gets the thread's list with the new entry.
     func entering(_ queue: UInt, context: UInt, within list: List, _ work: (List) -> Void) {
-        withUnsafePointer(to: Entry(queue: queue, context: context, outer: list.innermost)) { entry in
+        withUnsafePointer(to: Entry(queue: queue, context: context, isBoundary: false, outer: list.innermost)) {
+            entry in
             self.installing(entry) { work(List(innermost: entry)) }
         }
     }
@@ -109,7 +112,7 @@ final class SyncRecord: Sendable {
     /// Runs `work` for the code whose list is `list`, which holds its queues and waits meanwhile, as one of several
     /// threads at once: behind a boundary.
     func working(for list: List, _ work: () -> Void) {
-        withUnsafePointer(to: Entry(queue: 0, context: 0, outer: list.innermost)) { boundary in
+        withUnsafePointer(to: Entry(queue: 0, context: 0, isBoundary: true, outer: list.innermost)) { boundary in
             self.installing(boundary, work)
         }
     }
