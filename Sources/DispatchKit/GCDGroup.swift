@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Blocks and tasks tracked together, to be waited for or followed by a notification: Eki's `Group`.
 ///
@@ -16,6 +17,9 @@ public final class GCDGroup: Sendable {
     public let dispatchGroup = DispatchGroup()
     /// Where blocks added with ``async(_:)-(()->Void)`` and ``notify(_:)-(()->Void)`` run.
     public let queue: GCDQueue
+    /// How many ``enter()`` calls no ``leave()`` has matched yet: `DispatchGroup` dies without a word on one leave
+    /// too many.
+    private let unmatchedEnters = Atomic<Int>(0)
 
     /// Creates an empty group.
     ///
@@ -71,10 +75,30 @@ public final class GCDGroup: Sendable {
     /// Counts work started elsewhere as part of the group until a matching ``leave()``.
     public func enter() {
         self.dispatchGroup.enter()
+        // Counted once entered, and released, so that a leave() it allows always finds the group entered.
+        self.unmatchedEnters.add(1, ordering: .releasing)
     }
 
     /// Marks work counted by ``enter()`` as done.
+    ///
+    /// - Precondition: An earlier ``enter()`` on this group is not matched yet: every `leave()` follows an `enter()`.
+    ///   One leave too many, which `DispatchGroup` would turn into a crash without a message, traps with one.
     public func leave() {
+        var unmatched = self.unmatchedEnters.load(ordering: .relaxed)
+        repeat {
+            precondition(
+                unmatched > 0,
+                "GCDGroup.leave: called with no enter() left to match; every leave() must follow an enter() on the "
+                    + "same group"
+            )
+            let exchange = self.unmatchedEnters.compareExchange(
+                expected: unmatched,
+                desired: unmatched - 1,
+                ordering: .acquiring
+            )
+            if exchange.exchanged { break }
+            unmatched = exchange.original
+        } while true
         self.dispatchGroup.leave()
     }
 

@@ -94,6 +94,53 @@ struct GCDTaskAndGroupTests {
         group.wait()
     }
 
+    @Test("enter and leave balanced from many threads at once leave the group done")
+    func balancedEnterLeaveUnderContention() {
+        let group = GCDGroup()
+        #expect(
+            runOnThreads(contendingThreads) { _ in
+                for _ in 0..<1_000 {
+                    group.enter()
+                    group.leave()
+                }
+            }
+        )
+        #expect(group.wait(timeout: deadline()) == .success)
+    }
+
+    /// Ways to call `leave()` once too often.
+    enum Unbalanced: Int, CaseIterable, Codable, Sendable {
+        case leaveOnNewGroup, leaveTwiceAfterOneEnter, leaveAfterBlocksRan
+    }
+
+    @Test(
+        "leave() without a matching enter() traps with a message naming GCDGroup.leave",
+        arguments: Unbalanced.allCases
+    )
+    func unbalancedLeaveTraps(shape: Unbalanced) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [shape] in
+            let group = GCDGroup(queue: GCDQueue(name: "test.group.unbalanced"))
+            switch shape {
+            case .leaveOnNewGroup:
+                break
+            case .leaveTwiceAfterOneEnter:
+                group.enter()
+                group.leave()
+            case .leaveAfterBlocksRan:
+                group <<< {} <<< {}
+                group.wait()
+            }
+            group.leave()
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(
+            stderr.contains(
+                "GCDGroup.leave: called with no enter() left to match; every leave() must follow an enter()"
+            ),
+            "\(stderr)"
+        )
+    }
+
     @Test("await group.wait() suspends until the group is done")
     func asyncWait() async {
         let group = GCDGroup(queue: GCDQueue(name: "test.async.wait"))

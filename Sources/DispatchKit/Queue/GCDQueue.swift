@@ -80,24 +80,19 @@ public struct GCDQueue: Sendable, Equatable {
         return GCDQueue(queue, marker: .standard(queue, isSerial: false))
     }
 
-    /// The markers of the global queues (each once); reading it installs them, and main's.
-    static let globalMarkers: [QueueMarker] = {
-        _ = main
-        var markers: [QueueMarker] = []
-        for queue in [userInteractive, userInitiated, `default`, utility, background]
-        where !markers.contains(where: { $0 === queue.marker }) {
-            markers.append(queue.marker)
-        }
-        return markers
+    /// Touched before asking which queue the caller runs in, so that main and every global queue carry their markers.
+    ///
+    /// Not as a queue is made: a global queue that carries a marker makes every `getSpecific` on its threads take a
+    /// lock in libdispatch, which a `sync` from there would pay (measured: 12 ns on an 80 ns `sync`).
+    static let standardQueuesRegistered: Bool = {
+        _ = [main, userInteractive, userInitiated, `default`, utility, background]
+        return true
     }()
 
-    /// Touched before reading markers, so that main and every global queue carry theirs.
-    static let standardQueuesRegistered: Bool = !globalMarkers.isEmpty
-
-    /// Installs main's marker, so that a `sync` called on main records it as a queue the thread is inside.
+    /// Installs main's marker, so that a `sync` called on main records it as a queue the code is inside.
     ///
     /// Every queue calls this as it is made, so that it has run before any `sync`. Global queues need no such care:
-    /// a thread inside one is never recorded (see ``SpecificLookup/innermostID(expecting:)``).
+    /// being inside one never makes a `sync` deadlock.
     private static func registerMain() {
         _ = self.main
     }
@@ -105,27 +100,24 @@ public struct GCDQueue: Sendable, Equatable {
     // MARK: Where the caller runs
 
     /// The innermost DispatchKit queue the calling code runs in: main, a global queue, or one made by
-    /// ``init(name:kind:)``; `nil` elsewhere.
+    /// ``init(name:kind:)``, counting `sync` calls that ran inline; `nil` elsewhere.
     ///
     /// Inside a serial `DispatchQueue` that DispatchKit did not make it is `nil`; inside a raw concurrent queue it may
     /// be the global queue that queue targets.
     public static var current: GCDQueue? {
-        if let id = SyncRecord.shared.inlineInnermostID {
-            // An inline `sync` onto that queue runs now, so its `GCDQueue`, and with it the marker, is alive.
-            let marker = Unmanaged<QueueMarker>.fromOpaque(UnsafeRawPointer(bitPattern: id).unsafelyUnwrapped)
-                .takeUnretainedValue()
-            return marker.queue.map { GCDQueue($0, marker: marker) }
-        }
-        guard let marker = QueueMarker.innermost, let queue = marker.queue else { return nil }
-        if marker.isGlobal && !marker.isRunningDirectly { return nil }  // a raw serial queue that targets it
-        return GCDQueue(queue, marker: marker)
+        let id = QueueMarker.innermostID
+        guard id != 0 else { return nil }
+        // The queue the code runs in, or whose `sync` it is inside: alive, and its marker with it.
+        let marker = QueueMarker.alive(withID: id)
+        return marker.queue.map { GCDQueue($0, marker: marker) }
     }
 
     /// Whether the calling code runs in this queue: directly, in a queue that targets it, or through `sync` calls
     /// nested inside it.
     ///
-    /// A global queue counts only when the code runs in it directly: global queues are concurrent and take no
-    /// barriers, so being inside one never makes a `sync` onto it deadlock, and it is not recorded.
+    /// A global queue counts only when the code runs in it directly, as the innermost queue: global queues are
+    /// concurrent and take no barriers, so being inside one never makes a `sync` onto it deadlock. An iteration of
+    /// ``iterate(_:_:)`` is not inside the queues its caller is in.
     public var isCurrent: Bool {
         self.marker.isCurrent
     }
@@ -168,6 +160,8 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Parameter block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
+    /// - Precondition: Not called from an iteration of ``iterate(_:_:)`` onto a serial queue the caller of `iterate` is
+    ///   in: the iteration could neither wait for the queue, which waits for it, nor run inside it beside the others.
     @inlinable
     public func sync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
         // Inlined and specialized in the caller, so that the only generic work, keeping the outcome, is done there;
@@ -186,7 +180,8 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
     /// - Precondition: The caller is not inside this queue, if it is a concurrent queue of your own: the barrier would
-    ///   wait for the block that called it.
+    ///   wait for the block that called it. The same holds for the caller of ``iterate(_:_:)`` in an iteration, and
+    ///   ``sync(_:)``'s precondition holds too.
     @inlinable
     public func barrierSync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
         var outcome: Swift.Result<Output, Failure>?
@@ -194,29 +189,88 @@ public struct GCDQueue: Sendable, Equatable {
         return try outcome!.get()
     }
 
-    /// Runs `work` as ``sync(_:)`` does: inline if the calling thread is inside this queue already; otherwise on the
-    /// queue, with the DispatchKit queue the caller is in recorded as one the thread is inside meanwhile.
+    /// Runs `work` as ``sync(_:)`` does: inline if the calling code is inside this queue already; otherwise on the
+    /// queue, with the DispatchKit queue the caller runs in recorded as one the code is inside meanwhile.
     ///
-    /// With `barrier`, the block runs as a barrier; a caller inside a concurrent queue of its own traps.
+    /// With `barrier`, the block runs as a barrier. Traps where running inline would break the queue's rules and
+    /// waiting would deadlock: see ``checkInline(_:barrier:)``.
     @usableFromInline
     func run(barrier: Bool, _ work: () -> Void) {
-        let innermostID = self.marker.innermostID
+        let context = self.marker.lookup.innermostID
+        let list = self.marker.record.list
+        // The common case, a caller in no sync and in no queue or a global one other than this, has nothing to record
+        // or lend: no entry and no wrapping block.
+        if list.innermost == nil && context != self.marker.id
+            && (context == 0 || QueueMarker.reading(context, \.isGlobal))
+        {
+            return self.dispatch(barrier: barrier, work)
+        }
+        self.run(barrier: barrier, list: list, work)
+    }
+
+    /// ``run(barrier:_:)`` where the record may have a say; `list` is the calling thread's.
+    @inline(never)
+    private func run(barrier: Bool, list: SyncRecord.List, _ work: () -> Void) {
+        let context = self.recordedContext
         let record = self.marker.record
-        let chain = record.chain
-        if record.isInside(self.marker.id, innermostID: innermostID, chain: chain) {
+        let place = context == self.marker.id ? .inside : record.place(of: self.marker.id, in: list)
+        if place != .outside {
+            self.checkInline(place, barrier: barrier)
+            return record.entering(self.marker.id, context: context, within: list) { _ in work() }
+        }
+        self.leaving(context, list) { list in
+            guard list.innermost != nil else { return self.dispatch(barrier: barrier, work) }
+            self.dispatch(barrier: barrier) { record.acting(for: list, work) }
+        }
+    }
+
+    /// The marker id Dispatch reports for the caller, read as ``current`` reads it, with every standard queue's marker
+    /// in place: what the entries made from here keep as their context.
+    private var recordedContext: UInt {
+        _ = Self.standardQueuesRegistered
+        return self.marker.lookup.innermostID
+    }
+
+    /// Runs `work` on the queue and waits for it, as a barrier or not.
+    private func dispatch(barrier: Bool, _ work: () -> Void) {
+        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: work) }
+        self.dispatchQueue.sync(execute: work)
+    }
+
+    /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,
+    /// recorded as one the code is inside; `wait` gets the list to lend to the blocks.
+    ///
+    /// A global queue, or none (`context` 0), is left out while the list is empty: being inside a global queue never
+    /// makes a `sync` deadlock. Once the list has entries, it is recorded too, so that the innermost entry is never
+    /// taken for the innermost queue when a later `sync` comes back to where the code is now.
+    private func leaving(_ context: UInt, _ list: SyncRecord.List, _ wait: (SyncRecord.List) -> Void) {
+        guard list.innermost != nil || (context != 0 && !QueueMarker.reading(context, \.isGlobal)) else {
+            return wait(list)
+        }
+        self.marker.record.entering(context, context: context, within: list, wait)
+    }
+
+    /// Traps if a block may not run inline here, at `place`: as a barrier inside a concurrent queue of one's own (it
+    /// would wait for the block that called it), or where the caller of ``iterate(_:_:)`` holds the queue and waits,
+    /// unless it is concurrent and the block no barrier.
+    private func checkInline(_ place: SyncRecord.Place, barrier: Bool) {
+        let name = barrier ? "barrierSync" : "sync"
+        let label = self.dispatchQueue.label
+        let barrierWaits = barrier && self.marker.isCustom && !self.marker.isSerial
+        if place == .heldByWaitingCaller {
             precondition(
-                !barrier || self.marker.isSerial,
-                "GCDQueue.barrierSync: called from inside concurrent queue '\(self.dispatchQueue.label)'; the barrier "
-                    + "would wait for the block that called it"
+                !self.marker.isSerial && !barrierWaits,
+                "GCDQueue.\(name): queue '\(label)' is held by the caller of iterate, which waits for this iteration: "
+                    + (self.marker.isSerial
+                        ? "waiting for the queue would deadlock, and running inside it would run two of its blocks at once"
+                        : "a barrier would wait for that caller")
             )
-            return record.runInline(self.marker.id, chain: chain, work)
         }
-        record.leaving(innermostID, chain: chain) { chain in
-            if barrier { return self.dispatchQueue.sync(flags: .barrier) { record.adopting(chain, work) } }
-            // A caller inside no DispatchKit queue, the common case, has nothing to hand over: no wrapping block.
-            guard !chain.isEmpty else { return self.dispatchQueue.sync(execute: work) }
-            self.dispatchQueue.sync { record.adopting(chain, work) }
-        }
+        precondition(
+            !barrierWaits,
+            "GCDQueue.barrierSync: called from inside concurrent queue '\(label)'; the barrier would wait for the "
+                + "block that called it"
+        )
     }
 
     /// Runs `block` alone on this queue: after the blocks before it, before the ones after it.
@@ -278,39 +332,41 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `block` `count` times with indexes `0..<count`, and returns once all have run.
     ///
-    /// On a serial queue, or when the caller is already inside this queue, the iterations run inline, in order;
-    /// otherwise they may run in parallel.
+    /// On a serial queue the iterations run in order, one at a time, as one ``sync(_:)`` block: inline when the caller
+    /// is inside the queue already. On a concurrent queue the caller is inside, they run inline, in order. Otherwise
+    /// they run in parallel on the queue, while the caller waits.
+    ///
+    /// An iteration that runs in parallel is inside this queue, not inside the queues its caller is in: the caller
+    /// holds them while it waits. A `sync` from an iteration onto a serial one of them (or a `barrierSync` onto a
+    /// concurrent one of your own) traps, as it could neither wait for the queue, which waits for it, nor run inside
+    /// it beside the other iterations.
     /// - Parameters:
     ///   - count: How many iterations.
     ///   - block: One iteration.
+    /// - Precondition: `count` is 0 or more.
     public func iterate(_ count: Int, _ block: @Sendable (Int) -> Void) {
         precondition(count >= 0, "GCDQueue.iterate: count must be 0 or more, got \(count)")
         if self.marker.isSerial || self.isCurrent {
-            self.sync {
+            return self.sync {
                 for index in 0..<count { block(index) }
             }
-        } else {
-            // One worker block of this queue per core, each taking every `workers`-th index, run on behalf of the
-            // caller's whole sync chain; the caller waits for them all. Not `concurrentPerform` inside a `sync`: on
-            // Linux, libdispatch's apply nested in a sync onto a concurrent queue corrupted the heap about 1 run in 40
-            // (seen at thread exit).
-            let record = self.marker.record
-            let id = self.marker.id
-            let workers = Swift.min(count, onlineProcessorCount())
-            let group = DispatchGroup()
-            record.leaving(self.marker.innermostID, chain: record.chain) { chain in
-                withoutActuallyEscaping(block) { block in
-                    for worker in 0..<workers {
-                        self.dispatchQueue.async(group: group) {
-                            record.adopting(chain) {
-                                record.runInline(id, chain: record.chain) {
-                                    for index in stride(from: worker, to: count, by: workers) { block(index) }
-                                }
-                            }
+        }
+        // One worker block of this queue per core, each taking every `workers`-th index; the caller waits for them
+        // all. Not `concurrentPerform` inside a `sync`: on Linux, libdispatch's apply nested in a sync onto a
+        // concurrent queue corrupted the heap about 1 run in 40 (seen at thread exit).
+        let record = self.marker.record
+        let workers = Swift.min(count, onlineProcessorCount())
+        let group = DispatchGroup()
+        self.leaving(self.recordedContext, record.list) { list in
+            withoutActuallyEscaping(block) { block in
+                for worker in 0..<workers {
+                    self.dispatchQueue.async(group: group) {
+                        record.working(for: list) {
+                            for index in stride(from: worker, to: count, by: workers) { block(index) }
                         }
                     }
-                    group.wait()
                 }
+                group.wait()
             }
         }
     }

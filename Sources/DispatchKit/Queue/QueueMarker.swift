@@ -1,6 +1,5 @@
 import AtomicPrimitives
 import Dispatch
-import Synchronization
 
 #if canImport(CDispatch)
 import CDispatch
@@ -8,11 +7,11 @@ import CDispatch
 
 /// The identity of a queue DispatchKit knows: main, a global queue, or one made by `GCDQueue(name:kind:)`.
 ///
-/// A marker is set on its queue twice: the object under ``key`` (the queue keeps it alive), and its ``id`` under
-/// ``idKey``. `DispatchQueue.getSpecific(key:)` then names the queue the caller runs in (a queue DispatchKit did not
-/// make has none, except that a raw concurrent queue reports the global queue it targets). Identity checks read the
-/// plain number, which costs no retain and release; ``GCDQueue/current`` reads the object. A custom queue's marker
-/// holds the queue weakly, so the entry does not keep the queue alive.
+/// A marker is set on its queue under ``key``; the queue keeps it alive. `getSpecific` then names the innermost
+/// DispatchKit queue the caller runs in (a queue DispatchKit did not make has none of its own, so it reports the queue
+/// it targets, a global queue unless told otherwise). Identity checks compare ``id``s, plain numbers read without a
+/// retain (see ``SpecificLookup``); ``SyncRecord`` records them. A custom queue's marker holds the queue weakly, so the
+/// entry does not keep the queue alive.
 @usableFromInline
 final class QueueMarker: @unchecked Sendable {
     // Safety: both queue references are written once, in `init`, and only read afterwards.
@@ -20,24 +19,36 @@ final class QueueMarker: @unchecked Sendable {
     private weak var customQueue: DispatchQueue?
     /// Whether the queue runs one block at a time.
     let isSerial: Bool
-    /// The address of the overlay's box for this marker's ``id``, once seen: see ``SpecificLookup``.
-    let confirmedBoxAddress = Atomic<UInt>(0)
+    /// Whether this is a global queue's marker.
+    let isGlobal: Bool
     /// ``SpecificLookup/shared`` and ``SyncRecord/shared``, kept here so that identity checks reach them with a load.
-    private let lookup = SpecificLookup.shared
+    let lookup = SpecificLookup.shared
     let record = SyncRecord.shared
 
     /// How often the queue was suspended and not yet resumed, and the queue itself while it is: a suspended
     /// `DispatchQueue` must not be released.
     private let suspension = AtomicBox((count: 0, keptAlive: DispatchQueue?.none))
 
-    /// The key every marker object is set under.
+    /// The key every marker is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
-
-    /// The key every marker's ``id`` is set under.
-    static let idKey = DispatchSpecificKey<UInt>()
 
     /// A number that identifies this marker (its address), never 0.
     var id: UInt { UInt(bitPattern: ObjectIdentifier(self)) }
+
+    /// The marker whose ``id`` is `id`, which must be alive: the marker of a queue the caller runs in, or whose
+    /// `sync` it is inside.
+    static func alive(withID id: UInt) -> QueueMarker {
+        Self.unmanaged(id).takeUnretainedValue()
+    }
+
+    /// What `body` reads from the marker whose ``id`` is `id`, which must be alive, without retaining it.
+    static func reading<Value>(_ id: UInt, _ body: (QueueMarker) -> Value) -> Value {
+        Self.unmanaged(id)._withUnsafeGuaranteedRef(body)
+    }
+
+    private static func unmanaged(_ id: UInt) -> Unmanaged<QueueMarker> {
+        Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: id).unsafelyUnwrapped)
+    }
 
     /// For a global queue: the address of its label as Dispatch reports it from inside the queue, or 0.
     private let labelAddress: UInt
@@ -46,6 +57,7 @@ final class QueueMarker: @unchecked Sendable {
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
+        self.isGlobal = standard != nil && !isSerial
         self.labelAddress = standard.map { !isSerial ? $0.sync { Self.currentLabelAddress } : 0 } ?? 0
     }
 
@@ -70,13 +82,7 @@ final class QueueMarker: @unchecked Sendable {
 
     private func installed(on queue: DispatchQueue) -> QueueMarker {
         queue.setSpecific(key: Self.key, value: self)
-        queue.setSpecific(key: Self.idKey, value: self.id)
         return self
-    }
-
-    /// Whether this is a global queue's marker.
-    var isGlobal: Bool {
-        self.standardQueue != nil && !self.isSerial
     }
 
     /// The queue, while it exists.
@@ -126,30 +132,31 @@ final class QueueMarker: @unchecked Sendable {
         self.suspension.value.count > 0
     }
 
-    /// The marker of the innermost DispatchKit queue the caller runs in.
-    static var innermost: QueueMarker? {
+    // MARK: Where the caller runs
+
+    /// The ``id`` of the innermost DispatchKit queue the calling code is in, or 0.
+    ///
+    /// That is the queue of the record's innermost entry while Dispatch still reports the queue it was made in;
+    /// otherwise the queue Dispatch reports, unless that is a global queue the code does not run in directly (but in
+    /// a raw queue, which targets it).
+    static var innermostID: UInt {
         _ = GCDQueue.standardQueuesRegistered
-        return DispatchQueue.getSpecific(key: self.key)
+        let record = SyncRecord.shared
+        let context = SpecificLookup.shared.innermostID
+        if let id = record.innermostQueue(in: record.list, context: context) { return id }
+        guard context != 0 else { return 0 }
+        return Self.reading(context) { $0.isGlobal && !$0.isRunningDirectly } ? 0 : context
     }
 
-    /// The ``id`` of the innermost DispatchKit queue the caller runs in, or 0; fastest when that queue is this one.
+    /// Whether the calling code is in this marker's queue: Dispatch reports it (the code runs in it, or in a queue
+    /// that targets it), or the record has it above every boundary (through `sync` calls nested inside it).
     ///
-    /// Only a queue's own marker matters to the identity checks that use this, and every `GCDQueue` installs its
-    /// marker when it is made, so this skips registering the standard queues.
-    var innermostID: UInt {
-        self.lookup.innermostID(expecting: self)
-    }
-
-    /// Whether the calling thread runs in this marker's queue: directly, in a queue that targets it, or through `sync`
-    /// calls nested inside it.
-    ///
-    /// A global queue counts only when the code runs in it directly.
+    /// A global queue counts only as the innermost queue, run in directly: global queues are concurrent and take no
+    /// barriers, so being inside one never makes a `sync` onto it deadlock, and the record leaves them out.
     var isCurrent: Bool {
-        let innermostID = self.innermostID
-        // Running in the queue itself, the usual case, needs no look at the thread's sync record.
-        let inside =
-            innermostID == self.id || self.record.isInside(self.id, innermostID: innermostID, chain: self.record.chain)
-        return inside && (!self.isGlobal || self.isRunningDirectly)
+        if self.isGlobal { return Self.innermostID == self.id }
+        // Running in the queue itself, the usual case, needs no look at the record.
+        return self.lookup.innermostID == self.id || self.record.place(of: self.id, in: self.record.list) == .inside
     }
 
     /// Whether the code runs in this marker's queue itself, not in a queue that targets it.
