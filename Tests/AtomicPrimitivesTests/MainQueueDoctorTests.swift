@@ -115,6 +115,53 @@ struct MainQueueDoctorTests {
         #expect(reports.value.isEmpty)
     }
 
+    @Test("the first send to another queue sends a marker: a drained target settles the probe, nothing sent to it")
+    func sendElsewhereSettles() {
+        let drained = DispatchQueue(label: "test.doctor.elsewhere-drained")
+        let (probe, reports, _) = self.makeProbe(target: drained)
+        #expect(probe.isWatching)
+        probe.noteSendElsewhere()
+        #expect(eventually { probe.isSettled })
+        #expect(probe.isWatching == false, "settled: every send is one load")
+        drained.sync {}
+        #expect(reports.value.isEmpty)
+    }
+
+    @Test("a send to another queue starts no watch: with the target stuck, nothing is reported until a send to it")
+    func sendElsewhereStartsNoWatch() {
+        let stuck = DispatchQueue(label: "test.doctor.elsewhere-stuck")
+        let unblock = DispatchSemaphore(value: 0)
+        stuck.async { _ = unblock.wait(timeout: deadline()) }
+        defer {
+            unblock.signal()
+            stuck.sync {}
+        }
+        let (probe, reports, reported) = self.makeProbe(target: stuck)
+        for _ in 0..<3 { probe.noteSendElsewhere() }
+        #expect(probe.hasWatchRunning == false)
+        #expect(probe.isSettled == false)
+        #expect(probe.isWatching, "a send to the target would still start a watch")
+        probe.noteSend()
+        #expect(reported.wait(timeout: deadline()) == .success)
+        #expect(eventually { probe.isSettled })
+        #expect(reports.value.count == 1)
+    }
+
+    @Test("a program that drains main and sends nothing to it settles the doctor, silently")
+    func programThatSendsNothingToMainSettles() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            MainQueueDoctor.patience = .milliseconds(50)
+            let queue = DispatchQueue(label: "test.doctor.elsewhere")
+            for _ in 0..<10 { MainQueueDoctor.noteSend(to: queue) }
+            // Main is drained in this process: the empty block the doctor sent it runs.
+            let limit = DispatchTime.now() + 30
+            while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
+            guard MainQueueDoctor.probe.isSettled else { exit(1) }
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(!stderr.contains("ConcurrencyKit:"), "the child's standard error was: \(stderr)")
+    }
+
     @Test("patience must be nil or more than zero: the setter traps with a message")
     func badPatienceTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -3,20 +3,23 @@ import Synchronization
 
 /// The mechanism of ``MainQueueDoctor``, over any target queue so that tests can stand in a queue of their own.
 ///
-/// A send while nothing is watched starts a watch: a marker block goes to the target queue, and a timer on a global
-/// queue checks after the patience whether the marker has run. If it has not, the report is made, once. Once a marker
-/// has run, the target is known to be drained, and the probe stops watching for good.
+/// A send to the target while nothing is watched starts a watch: a marker block goes to the target queue, and a
+/// timer on a global queue checks after the patience whether the marker has run. If it has not, the report is made,
+/// once. The first send to another queue sends a marker too, without a timer. Once any marker has run, the target is
+/// known to be drained, and the probe stops watching for good: also in a program that sends nothing to the target.
 ///
-/// Everything a send needs to know is in one word, ``phase``: a send reads it with one relaxed atomic load, and does
-/// more only in ``Phase/idle``, to start a watch. The patience, behind a lock, is read only where a watch starts or
-/// ends, and where it is set.
+/// Everything a send needs to know is in one word, `phase`: a send reads it with one relaxed atomic load, and does
+/// more only before the target has been seen drained while no watch runs. The patience, behind a lock, is read only
+/// where a watch starts or ends, and where it is set.
 package final class MainQueueProbe: Sendable {
     private enum Phase: Int {
         /// The patience is `nil`: sends start nothing.
         case off
-        /// No watch running; the next send starts one.
+        /// No marker sent yet: the next send, to any queue, sends one.
+        case fresh
+        /// No watch running; the next send to the target starts one.
         case idle
-        /// A marker waits on the target.
+        /// A marker waits on the target, with a timer.
         case watching
         /// The patience ran out: the report is being made.
         case reporting
@@ -25,9 +28,9 @@ package final class MainQueueProbe: Sendable {
     }
 
     private let phase: Atomic<Int>
-    // Safety of the phase's changes: those between `off`, `idle` and `watching`, and the end of a watch, are made
-    // while `patienceStorage` is locked, so that they agree with the patience. A marker's `watching` → `settled`
-    // needs no lock: it is a compare-and-exchange that only a watch's end competes with, and that takes it as well.
+    // Changes of `phase` between `off`, `fresh`, `idle` and `watching`, and the end of a watch, are made while
+    // `patienceStorage` is locked, so that they agree with the patience. A marker settles the probe with a lock-free
+    // compare-and-exchange, from any phase but `reporting`.
     private let patienceStorage: AtomicBox<Duration?>
     private let target: @Sendable () -> DispatchQueue
     private let report: @Sendable (String) -> Void
@@ -44,7 +47,7 @@ package final class MainQueueProbe: Sendable {
         report: @escaping @Sendable (String) -> Void
     ) {
         self.target = target
-        self.phase = Atomic((patience == nil ? Phase.off : Phase.idle).rawValue)
+        self.phase = Atomic((patience == nil ? Phase.off : Phase.fresh).rawValue)
         self.patienceStorage = AtomicBox(patience)
         self.report = report
     }
@@ -57,17 +60,21 @@ package final class MainQueueProbe: Sendable {
         set {
             self.patienceStorage.mutate { patience in
                 patience = newValue
-                let (from, to) = newValue == nil ? (Phase.idle, Phase.off) : (Phase.off, Phase.idle)
-                _ = self.phase.compareExchange(expected: from.rawValue, desired: to.rawValue, ordering: .relaxed)
+                if newValue == nil {
+                    _ = self.change(from: .fresh, or: .idle, to: .off)
+                } else {
+                    _ = self.change(from: .off, to: .fresh)
+                }
             }
         }
     }
 
-    /// Whether a send would start a watch: the probe is on, watches nothing, and has not settled.
+    /// Whether a send might start a watch: the probe is on, watches nothing, and has not settled.
     ///
     /// One relaxed atomic load: the whole cost of a send when the answer is `false`.
     package var isWatching: Bool {
-        self.phase.load(ordering: .relaxed) == Phase.idle.rawValue
+        let phase = self.phase.load(ordering: .relaxed)
+        return phase == Phase.fresh.rawValue || phase == Phase.idle.rawValue
     }
 
     /// Whether a watch runs: its marker has not run, and its patience has not run out, or its report is being made.
@@ -84,30 +91,12 @@ package final class MainQueueProbe: Sendable {
     /// Notes a send to the target; starts a watch if the probe is on, watches nothing, and has not settled.
     package func noteSend() {
         guard self.isWatching else { return }
-        self.startWatch()
-    }
-
-    private func startWatch() {
         let started = self.patienceStorage.mutate { patience -> Duration? in
-            guard
-                let patience,
-                self.phase.compareExchange(
-                    expected: Phase.idle.rawValue,
-                    desired: Phase.watching.rawValue,
-                    ordering: .relaxed
-                ).exchanged
-            else { return nil }
+            guard let patience, self.change(from: .fresh, or: .idle, to: .watching) else { return nil }
             return patience
         }
         guard let patience = started else { return }
-        self.target().async {
-            // Drained: settled, unless the watch has ended (a report settles the probe when it is made).
-            _ = self.phase.compareExchange(
-                expected: Phase.watching.rawValue,
-                desired: Phase.settled.rawValue,
-                ordering: .acquiringAndReleasing
-            )
-        }
+        self.sendMarker()
         // A patience too long for a Dispatch deadline never runs out: the watch ends only when the marker runs.
         guard let nanoseconds = patience.nanosecondsIfRepresentable else { return }
         DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
@@ -115,16 +104,36 @@ package final class MainQueueProbe: Sendable {
         }
     }
 
+    /// Notes a send to another queue than the target: the first one sends a marker, without a timer, so that the
+    /// probe settles once the target is seen drained, even if nothing is ever sent to it.
+    package func noteSendElsewhere() {
+        guard self.phase.load(ordering: .relaxed) == Phase.fresh.rawValue else { return }
+        let primed = self.patienceStorage.mutate { _ in self.change(from: .fresh, to: .idle) }
+        if primed { self.sendMarker() }
+    }
+
+    /// Sends a marker to the target: when it runs, the target is drained, and the probe settles unless a report is
+    /// being made (which settles it when it is made).
+    private func sendMarker() {
+        self.target().async {
+            var current = self.phase.load(ordering: .relaxed)
+            while current != Phase.reporting.rawValue && current != Phase.settled.rawValue {
+                let (exchanged, original) = self.phase.compareExchange(
+                    expected: current,
+                    desired: Phase.settled.rawValue,
+                    ordering: .acquiringAndReleasing
+                )
+                if exchanged { return }
+                current = original
+            }
+        }
+    }
+
     /// Ends a watch whose patience ran out: reports, unless the marker has run or the probe was switched off since.
     private func endWatch(after patience: Duration) {
         let stuck = self.patienceStorage.mutate { current -> Bool in
-            guard
-                self.phase.compareExchange(
-                    expected: Phase.watching.rawValue,
-                    desired: Phase.reporting.rawValue,
-                    ordering: .acquiringAndReleasing
-                ).exchanged
-            else { return false }  // the marker ran: settled
+            // The marker ran: settled.
+            guard self.change(from: .watching, to: .reporting) else { return false }
             guard current != nil else {
                 self.phase.store(Phase.off.rawValue, ordering: .relaxed)
                 return false
@@ -134,5 +143,20 @@ package final class MainQueueProbe: Sendable {
         guard stuck else { return }
         self.report(MainQueueDoctor.warning(after: patience))
         self.phase.store(Phase.settled.rawValue, ordering: .releasing)
+    }
+
+    /// Moves the phase from `first`, or else from `second`, to `new`; `false` if it was neither.
+    private func change(from first: Phase, or second: Phase? = nil, to new: Phase) -> Bool {
+        if self.exchange(first, for: new) { return true }
+        guard let second else { return false }
+        return self.exchange(second, for: new)
+    }
+
+    private func exchange(_ old: Phase, for new: Phase) -> Bool {
+        self.phase.compareExchange(
+            expected: old.rawValue,
+            desired: new.rawValue,
+            ordering: .acquiringAndReleasing
+        ).exchanged
     }
 }
