@@ -18,11 +18,11 @@ import Darwin
 /// after ``patience``, the doctor prints one warning to standard error that names the fix, and then keeps quiet.
 ///
 /// It watches at most one block at a time, and stops watching for good once it has seen the main queue drained: to
-/// see that, the first block ConcurrencyKit sends to another queue also sends an empty block to main. A block that
-/// ConcurrencyKit sends costs the doctor one atomic load, and no lock; until it has settled, and while it watches no
-/// block, also one queue-specific read of the block's queue, a few nanoseconds. It settles within moments in a
-/// program that drains the main queue, and never in one that does not. On Apple platforms, where the app's run loop
-/// drains the main queue, it is off.
+/// see that, the first time it hears of a block sent to another queue, it sends main an empty block of its own. It
+/// settles within moments in a program that drains the main queue, and never in one that does not. Apart from the
+/// send that starts a watch, a block costs the doctor one atomic load and no lock; until it has settled, and while it
+/// watches no block, also one queue-specific read of the block's queue, about ten nanoseconds more. On Apple
+/// platforms, where the app's run loop drains the main queue, it is off.
 ///
 /// ```swift
 /// MainQueueDoctor.patience = .seconds(5)  // a program that starts draining main late

@@ -9,8 +9,8 @@ import Synchronization
 /// known to be drained, and the probe stops watching for good: also in a program that sends nothing to the target.
 ///
 /// Everything a send needs to know is in one word, `phase`: a send reads it with one relaxed atomic load, and does
-/// more only before the target has been seen drained while no watch runs. The patience, behind a lock, is read only
-/// where a watch starts or ends, and where it is set.
+/// more only before the target has been seen drained while no watch runs. The lock of the patience is taken only
+/// where the patience is read or set, where a watch starts or ends, and where the first marker is sent.
 package final class MainQueueProbe: Sendable {
     private enum Phase: Int {
         /// The patience is `nil`: sends start nothing.
