@@ -37,6 +37,26 @@ struct CountingSemaphoreTimerTests {
         }
     }
 
+    @Test("a deadline racing a signal neither loses nor duplicates the resource")
+    func deadlineRacesSignal() async {
+        let rounds = 200
+        var granted = 0
+        for round in 0..<rounds {
+            let semaphore = CountingSemaphore()
+            let waiter = Task { await semaphore.wait(timeout: .microseconds(50 * (round % 40))) }
+            // The signal lands before, during or after the wait, and before, at or after its deadline.
+            for _ in 0..<Int.random(in: 0..<2_000) { await Task.yield() }
+            semaphore.signal()
+            let gotIt = await waiter.value
+            var free = 0
+            while semaphore.wait(.now()) == .success { free += 1 }
+            #expect((gotIt ? 1 : 0) + free == 1, "round \(round): granted \(gotIt), free afterwards \(free)")
+            #expect(semaphore.waiterCount == 0)
+            if gotIt { granted += 1 }
+        }
+        print("deadlineRacesSignal: the wait got the resource in \(granted)/\(rounds) rounds")
+    }
+
     @Test(
         "resident memory stays flat over many timed waits granted long before their deadline",
         .enabled(if: !runningUnderSanitizer, "a sanitizer's quarantine holds freed memory back")
