@@ -90,7 +90,7 @@ extension CountingSemaphore {
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
         limit: Int?
     ) {
-        // Made before the lock is taken, armed after it is released: the lock guards only the line.
+        // Made before the lock is taken: the lock guards only the line.
         let timer = limit.map { self.makeTimer(for: waiter, firingAfter: $0) }
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         guard waiter.state == .arriving, self.available == 0 else {
@@ -115,9 +115,11 @@ extension CountingSemaphore {
         waiter.continuation = continuation
         waiter.timer = timer
         self.line.append(waiter)
-        self.core.unlock()
-        // A signal or cancel may have taken the waiter out and cancelled the timer already: it then never fires.
+        // Armed before the lock is released, so that nothing runs between the release and the return. A task resumed
+        // before it has suspended is correct, but ThreadSanitizer cannot see how the runtime orders that case and
+        // reports a race; this keeps a deadline from making it likely. Arming neither blocks nor calls back.
         timer?.activate()
+        self.core.unlock()
     }
 
     /// A timer on a global queue that takes `waiter` out of the line as timed out `nanoseconds` from now.
