@@ -67,6 +67,101 @@ struct MainQueueDoctorTests {
         #expect(reports.value.isEmpty)
     }
 
+    @Test("switching the probe off ends a running watch without a report; switching it on again watches anew")
+    func offDuringWatch() {
+        let stuck = DispatchQueue(label: "test.doctor.off-during-watch")
+        let unblock = DispatchSemaphore(value: 0)
+        stuck.async { _ = unblock.wait(timeout: deadline()) }
+        defer {
+            unblock.signal()
+            stuck.sync {}
+        }
+        let (probe, reports, reported) = self.makeProbe(target: stuck)
+        probe.noteSend()
+        #expect(probe.hasWatchRunning)
+        probe.patience = nil
+        // The watch's timer fires after 30 ms and finds the probe off.
+        #expect(eventually { !probe.hasWatchRunning }, "the watch ends when its patience runs out")
+        #expect(reports.value.isEmpty)
+        #expect(probe.isSettled == false)
+        probe.patience = .milliseconds(30)
+        #expect(probe.isWatching, "on again, and watching nothing: the next send starts a watch")
+        probe.noteSend()
+        #expect(reported.wait(timeout: deadline()) == .success)
+        #expect(eventually { probe.isSettled })
+        #expect(reports.value.count == 1)
+    }
+
+    @Test("a probe made off starts watching once it gets a patience, and stops when it loses it")
+    func offAndOn() {
+        let drained = DispatchQueue(label: "test.doctor.off-and-on")
+        let (probe, reports, _) = self.makeProbe(target: drained, patience: nil)
+        #expect(probe.isWatching == false)
+        probe.patience = .milliseconds(30)
+        #expect(probe.patience == .milliseconds(30))
+        #expect(probe.isWatching)
+        probe.patience = nil
+        #expect(probe.isWatching == false)
+        probe.noteSend()
+        drained.sync {}
+        #expect(probe.isSettled == false, "off: the send sent no marker")
+        probe.patience = .seconds(1)
+        probe.noteSend()
+        #expect(eventually { probe.isSettled })
+        probe.patience = nil
+        probe.patience = .seconds(1)
+        #expect(probe.isWatching == false, "settled stays settled, whatever the patience")
+        drained.sync {}
+        #expect(reports.value.isEmpty)
+    }
+
+    @Test("the first send to another queue sends a marker: a drained target settles the probe, nothing sent to it")
+    func sendElsewhereSettles() {
+        let drained = DispatchQueue(label: "test.doctor.elsewhere-drained")
+        let (probe, reports, _) = self.makeProbe(target: drained)
+        #expect(probe.isWatching)
+        probe.noteSendElsewhere()
+        #expect(eventually { probe.isSettled })
+        #expect(probe.isWatching == false, "settled: every send is one load")
+        drained.sync {}
+        #expect(reports.value.isEmpty)
+    }
+
+    @Test("a send to another queue starts no watch: with the target stuck, nothing is reported until a send to it")
+    func sendElsewhereStartsNoWatch() {
+        let stuck = DispatchQueue(label: "test.doctor.elsewhere-stuck")
+        let unblock = DispatchSemaphore(value: 0)
+        stuck.async { _ = unblock.wait(timeout: deadline()) }
+        defer {
+            unblock.signal()
+            stuck.sync {}
+        }
+        let (probe, reports, reported) = self.makeProbe(target: stuck)
+        for _ in 0..<3 { probe.noteSendElsewhere() }
+        #expect(probe.hasWatchRunning == false)
+        #expect(probe.isSettled == false)
+        #expect(probe.isWatching, "a send to the target would still start a watch")
+        probe.noteSend()
+        #expect(reported.wait(timeout: deadline()) == .success)
+        #expect(eventually { probe.isSettled })
+        #expect(reports.value.count == 1)
+    }
+
+    @Test("a program that drains main and sends nothing to it settles the doctor, silently")
+    func programThatSendsNothingToMainSettles() async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
+            MainQueueDoctor.patience = .milliseconds(50)
+            let queue = DispatchQueue(label: "test.doctor.elsewhere")
+            for _ in 0..<10 { MainQueueDoctor.noteSend(to: queue) }
+            // Main is drained in this process: the empty block the doctor sent it runs.
+            let limit = DispatchTime.now() + 30
+            while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
+            guard MainQueueDoctor.probe.isSettled else { exit(1) }
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(!stderr.contains("ConcurrencyKit:"), "the child's standard error was: \(stderr)")
+    }
+
     @Test("patience must be nil or more than zero: the setter traps with a message")
     func badPatienceTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -55,7 +55,7 @@ struct MainQueueDoctorRoutesTests {
                 completion: { _ in done.leave() }
             )
             guard done.wait(timeout: .now() + 10) == .success else { exit(1) }
-            guard MainQueueDoctor.probe.isWatching, !MainQueueDoctor.probe.isSettled else { exit(2) }
+            guard !MainQueueDoctor.probe.hasWatchRunning else { exit(2) }
         }
     }
 }

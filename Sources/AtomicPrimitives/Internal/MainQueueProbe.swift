@@ -3,22 +3,34 @@ import Synchronization
 
 /// The mechanism of ``MainQueueDoctor``, over any target queue so that tests can stand in a queue of their own.
 ///
-/// A send while nothing is watched starts a watch: a marker block goes to the target queue, and a timer on a global
-/// queue checks after the patience whether the marker has run. If it has not, the report is made, once. Once a marker
-/// has run, the target is known to be drained, and the probe stops watching for good.
+/// A send to the target while nothing is watched starts a watch: a marker block goes to the target queue, and a
+/// timer on a global queue checks after the patience whether the marker has run. If it has not, the report is made,
+/// once. The first send to another queue sends a marker too, without a timer. Once any marker has run, the target is
+/// known to be drained, and the probe stops watching for good: also in a program that sends nothing to the target.
+///
+/// Everything a send needs to know is in one word, `phase`: a send reads it with one relaxed atomic load, and does
+/// more only before the target has been seen drained while no watch runs. The lock of the patience is taken only
+/// where the patience is read or set, where a watch starts or ends, and where the first marker is sent.
 package final class MainQueueProbe: Sendable {
     private enum Phase: Int {
-        /// No watch running; the next send starts one.
+        /// The patience is `nil`: sends start nothing.
+        case off
+        /// No marker sent yet: the next send, to any queue, sends one.
+        case fresh
+        /// No watch running; the next send to the target starts one.
         case idle
-        /// A marker waits on the target.
+        /// A marker waits on the target, with a timer.
         case watching
         /// The patience ran out: the report is being made.
         case reporting
-        /// The target was seen drained, or the report was made: nothing more to do.
+        /// The target was seen drained, or the report was made: nothing more to do, whatever the patience.
         case settled
     }
 
-    private let phase = Atomic<Int>(Phase.idle.rawValue)
+    private let phase: Atomic<Int>
+    // Changes of `phase` between `off`, `fresh`, `idle` and `watching`, and the end of a watch, are made while
+    // `patienceStorage` is locked, so that they agree with the patience. A marker settles the probe with a lock-free
+    // compare-and-exchange, from any phase but `reporting`.
     private let patienceStorage: AtomicBox<Duration?>
     private let target: @Sendable () -> DispatchQueue
     private let report: @Sendable (String) -> Void
@@ -35,19 +47,40 @@ package final class MainQueueProbe: Sendable {
         report: @escaping @Sendable (String) -> Void
     ) {
         self.target = target
+        self.phase = Atomic((patience == nil ? Phase.off : Phase.fresh).rawValue)
         self.patienceStorage = AtomicBox(patience)
         self.report = report
     }
 
     /// How long a marker may wait before the report; `nil`: off.
+    ///
+    /// Switching off takes effect at once for sends, and a watch that is running ends without a report.
     package var patience: Duration? {
         get { self.patienceStorage.value }
-        set { self.patienceStorage.mutate { $0 = newValue } }
+        set {
+            self.patienceStorage.mutate { patience in
+                patience = newValue
+                if newValue == nil {
+                    _ = self.change(from: .fresh, or: .idle, to: .off)
+                } else {
+                    _ = self.change(from: .off, to: .fresh)
+                }
+            }
+        }
     }
 
-    /// Whether a send could still start a watch: the probe is on and has not settled.
+    /// Whether a send might start a watch: the probe is on, watches nothing, and has not settled.
+    ///
+    /// One relaxed atomic load: the whole cost of a send when the answer is `false`.
     package var isWatching: Bool {
-        self.phase.load(ordering: .relaxed) == Phase.idle.rawValue && self.patience != nil
+        let phase = self.phase.load(ordering: .relaxed)
+        return phase == Phase.fresh.rawValue || phase == Phase.idle.rawValue
+    }
+
+    /// Whether a watch runs: its marker has not run, and its patience has not run out, or its report is being made.
+    package var hasWatchRunning: Bool {
+        let phase = self.phase.load(ordering: .acquiring)
+        return phase == Phase.watching.rawValue || phase == Phase.reporting.rawValue
     }
 
     /// Whether the probe has settled: the target was seen drained, or the report has been made.
@@ -55,38 +88,75 @@ package final class MainQueueProbe: Sendable {
         self.phase.load(ordering: .acquiring) == Phase.settled.rawValue
     }
 
-    /// Notes a send to the target; starts a watch if none runs and the probe has not settled.
+    /// Notes a send to the target; starts a watch if the probe is on, watches nothing, and has not settled.
     package func noteSend() {
-        guard self.phase.load(ordering: .relaxed) == Phase.idle.rawValue, let patience = self.patience else { return }
-        guard
-            self.phase.compareExchange(
-                expected: Phase.idle.rawValue,
-                desired: Phase.watching.rawValue,
-                ordering: .acquiringAndReleasing
-            ).exchanged
-        else { return }
+        guard self.isWatching else { return }
+        let started = self.patienceStorage.mutate { patience -> Duration? in
+            guard let patience, self.change(from: .fresh, or: .idle, to: .watching) else { return nil }
+            return patience
+        }
+        guard let patience = started else { return }
+        self.sendMarker()
+        // A patience too long for a Dispatch deadline never runs out: the watch ends only when the marker runs.
+        guard let nanoseconds = patience.nanosecondsIfRepresentable else { return }
+        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
+            self.endWatch(after: patience)
+        }
+    }
+
+    /// Notes a send to another queue than the target: the first one sends a marker, without a timer, so that the
+    /// probe settles once the target is seen drained, even if nothing is ever sent to it.
+    package func noteSendElsewhere() {
+        guard self.phase.load(ordering: .relaxed) == Phase.fresh.rawValue else { return }
+        let primed = self.patienceStorage.mutate { _ in self.change(from: .fresh, to: .idle) }
+        if primed { self.sendMarker() }
+    }
+
+    /// Sends a marker to the target: when it runs, the target is drained, and the probe settles unless a report is
+    /// being made (which settles it when it is made).
+    private func sendMarker() {
         self.target().async {
-            // Drained: settled, unless the report has begun (it settles the probe when it is made).
-            _ = self.phase.compareExchange(
-                expected: Phase.watching.rawValue,
-                desired: Phase.settled.rawValue,
-                ordering: .acquiringAndReleasing
-            )
+            var current = self.phase.load(ordering: .relaxed)
+            while current != Phase.reporting.rawValue && current != Phase.settled.rawValue {
+                let (exchanged, original) = self.phase.compareExchange(
+                    expected: current,
+                    desired: Phase.settled.rawValue,
+                    ordering: .acquiringAndReleasing
+                )
+                if exchanged { return }
+                current = original
+            }
         }
-        let (seconds, attoseconds) = patience.components
-        let delay: DispatchTimeInterval =
-            seconds < 1_000_000_000
-            ? .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000)) : .never
-        guard delay != .never else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + delay) {
-            let stuck = self.phase.compareExchange(
-                expected: Phase.watching.rawValue,
-                desired: Phase.reporting.rawValue,
-                ordering: .acquiringAndReleasing
-            ).exchanged
-            guard stuck else { return }
-            self.report(MainQueueDoctor.warning(after: patience))
-            self.phase.store(Phase.settled.rawValue, ordering: .releasing)
+    }
+
+    /// Ends a watch whose patience ran out: reports, unless the marker has run or the probe was switched off since.
+    private func endWatch(after patience: Duration) {
+        let stuck = self.patienceStorage.mutate { current -> Bool in
+            // The marker ran: settled.
+            guard self.change(from: .watching, to: .reporting) else { return false }
+            guard current != nil else {
+                self.phase.store(Phase.off.rawValue, ordering: .relaxed)
+                return false
+            }
+            return true
         }
+        guard stuck else { return }
+        self.report(MainQueueDoctor.warning(after: patience))
+        self.phase.store(Phase.settled.rawValue, ordering: .releasing)
+    }
+
+    /// Moves the phase from `first`, or else from `second`, to `new`; `false` if it was neither.
+    private func change(from first: Phase, or second: Phase? = nil, to new: Phase) -> Bool {
+        if self.exchange(first, for: new) { return true }
+        guard let second else { return false }
+        return self.exchange(second, for: new)
+    }
+
+    private func exchange(_ old: Phase, for new: Phase) -> Bool {
+        self.phase.compareExchange(
+            expected: old.rawValue,
+            desired: new.rawValue,
+            ordering: .acquiringAndReleasing
+        ).exchanged
     }
 }

@@ -71,44 +71,67 @@ extension CountingSemaphore {
         if Task.isCancelled { return .cancelled }
         if self.takeIfFree() { return .granted }
         if let timeout, timeout <= .zero { return .timedOut }
-        let waiter = SemaphoreWaiter(state: .arriving)
+        // A duration too long for a Dispatch deadline waits without a limit.
+        let limit = timeout?.nanosecondsIfRepresentable
+        let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: limit != nil)
         return await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                self.enqueue(waiter, continuation: continuation, timeout: timeout)
+                self.enqueue(waiter, continuation: continuation, limit: limit)
             }
         } onCancel: {
             self.leave(waiter, as: .cancelled)
         }
     }
 
+    /// Puts `waiter` in the line, with a timer that takes it out after `limit` nanoseconds, unless it is granted a
+    /// resource or cancelled on its way.
     private func enqueue(
         _ waiter: SemaphoreWaiter,
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
-        timeout: Duration?
+        limit: Int?
     ) {
+        // Made before the lock is taken: the lock guards only the line.
+        let timer = limit.map { self.makeTimer(for: waiter, firingAfter: $0) }
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        guard waiter.state == .arriving else {
-            // Cancelled on its way to the line.
+        guard waiter.state == .arriving, self.available == 0 else {
+            let outcome: SemaphoreWaiter.State
+            if waiter.state == .arriving {
+                // Signalled since the first look.
+                self.available -= 1
+                waiter.state = .granted
+                outcome = .granted
+            } else {
+                // Cancelled on its way to the line.
+                outcome = waiter.state
+            }
             self.core.unlock()
-            continuation.resume(returning: waiter.state)
-            return
-        }
-        if self.available > 0 {
-            // Signalled since the first look.
-            self.available -= 1
-            waiter.state = .granted
-            self.core.unlock()
-            continuation.resume(returning: .granted)
+            continuation.resume(returning: outcome)
+            // Never armed: cancelled first, so that it never fires, then activated, as Dispatch requires of a timer
+            // before its release.
+            timer?.cancel()
+            timer?.activate()
             return
         }
         waiter.continuation = continuation
+        waiter.timer = timer
         self.line.append(waiter)
+        // Armed before the lock is released, so that nothing runs between the release and the return. A task resumed
+        // before it has suspended is correct, but ThreadSanitizer cannot see how the runtime orders that case and
+        // reports a race; this keeps a deadline from making it likely. Arming neither blocks nor calls back.
+        timer?.activate()
         self.core.unlock()
-        if let timeout, let nanoseconds = timeout.nanosecondsIfRepresentable {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) { [weak self] in
-                self?.leave(waiter, as: .timedOut)
-            }
+    }
+
+    /// A timer on a global queue that takes `waiter` out of the line as timed out `nanoseconds` from now.
+    ///
+    /// It holds the waiter but not the semaphore, and whoever ends the wait cancels it at once, which releases it.
+    private func makeTimer(for waiter: SemaphoreWaiter, firingAfter nanoseconds: Int) -> any DispatchSourceTimer {
+        let timer = DispatchSource.makeTimerSource(queue: .global())
+        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds))
+        timer.setEventHandler { [weak self] in
+            self?.leave(waiter, as: .timedOut)
         }
+        return timer
     }
 
     /// Takes `waiter` out of the line without a resource, unless a `signal()` has already granted it one.
@@ -116,28 +139,16 @@ extension CountingSemaphore {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         switch waiter.state {
         case .arriving:
+            // Not in the line yet: `enqueue` sees the outcome and ends the wait.
             waiter.state = outcome
             self.core.unlock()
         case .queued:
             self.line.remove(waiter)
-            waiter.state = outcome
-            let continuation = waiter.continuation
-            waiter.continuation = nil
+            let ending = waiter.end(as: outcome)
             self.core.unlock()
-            continuation?.resume(returning: outcome)
+            ending.complete()
         case .granted, .cancelled, .timedOut:
             self.core.unlock()
         }
-    }
-}
-
-extension Duration {
-    /// The duration in whole nanoseconds, or `nil` if that does not fit an `Int`.
-    fileprivate var nanosecondsIfRepresentable: Int? {
-        let (seconds, attoseconds) = self.components
-        let (whole, overflow) = seconds.multipliedReportingOverflow(by: 1_000_000_000)
-        guard !overflow else { return nil }
-        let (total, sumOverflow) = whole.addingReportingOverflow(attoseconds / 1_000_000_000)
-        return sumOverflow ? nil : Int(exactly: total)
     }
 }

@@ -112,16 +112,13 @@ public final class CountingSemaphore {
             self.available = available
             return 0
         }
-        waiter.state = .granted
-        guard let continuation = waiter.continuation else {
+        let ending = waiter.end(as: .granted)
+        if ending.continuation == nil {
             // A blocked thread: it watches its own state. Waking them all costs little, as few threads block here.
             self.condition.broadcast()
-            self.core.unlock()
-            return 1
         }
-        waiter.continuation = nil
         self.core.unlock()
-        continuation.resume(returning: .granted)
+        ending.complete()
         return 1
     }
 
@@ -150,6 +147,12 @@ public final class CountingSemaphore {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
         return self.line.count
+    }
+
+    /// How many tasks' timed waits exist in the process, waiting or not yet released; for tests that check that no
+    /// deadline timer outlives its wait.
+    package static var liveTimedWaits: Int {
+        SemaphoreWaiter.liveWithDeadline.load(ordering: .relaxed)
     }
 
     private func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {

@@ -1,3 +1,6 @@
+import Dispatch
+import Synchronization
+
 /// One caller waiting in a ``CountingSemaphore``: a blocked thread or a suspended task, in the FIFO line.
 ///
 /// Every field is read and written only while the semaphore's lock is held.
@@ -19,11 +22,52 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     var state: State
     /// Set for a suspended task; `nil` for a blocked thread, which watches `state` instead.
     var continuation: UnsafeContinuation<State, Never>?
+    /// The timer of a task's deadline while the task is in the line; whoever takes the task out of the line cancels
+    /// it at once, so that no timer outlives its wait.
+    var timer: (any DispatchSourceTimer)?
     fileprivate var next: SemaphoreWaiter?
     fileprivate var previous: SemaphoreWaiter?
+    /// Whether this waiter is counted in ``liveWithDeadline``.
+    private let hasDeadline: Bool
 
-    init(state: State) {
+    /// How many waiters with a deadline exist in the process, for tests: a deadline's timer holds its waiter, so a
+    /// timer that outlives its wait shows here.
+    package static let liveWithDeadline = Atomic<Int>(0)
+
+    init(state: State, hasDeadline: Bool = false) {
         self.state = state
+        self.hasDeadline = hasDeadline
+        if hasDeadline { Self.liveWithDeadline.add(1, ordering: .relaxed) }
+    }
+
+    deinit {
+        if self.hasDeadline { Self.liveWithDeadline.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Ends the wait with `outcome` and takes out what must be done once the lock is released.
+    ///
+    /// Call with the semaphore's lock held, on a waiter that has just left the line.
+    func end(as outcome: State) -> Ending {
+        self.state = outcome
+        defer {
+            self.continuation = nil
+            self.timer = nil
+        }
+        return Ending(outcome: outcome, continuation: self.continuation, timer: self.timer)
+    }
+
+    /// What ends a wait, done by ``complete()`` after the semaphore's lock is released: the deadline's timer is
+    /// cancelled, and a suspended task resumed.
+    struct Ending {
+        let outcome: State
+        let continuation: UnsafeContinuation<State, Never>?
+        let timer: (any DispatchSourceTimer)?
+
+        /// Cancels the timer and resumes the task, if there are any.
+        func complete() {
+            self.timer?.cancel()
+            self.continuation?.resume(returning: self.outcome)
+        }
     }
 }
 
