@@ -357,11 +357,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             queue.async { self.apply(self.state.mutate { $0.machine.begin(attempt) }) }
             return
         }
-        let (seconds, attoseconds) = delay.components
-        let deadline: DispatchTime =
-            seconds < 1_000_000_000
-            ? .now() + .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
-            : .distantFuture
+        let deadline = delay.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
         queue.asyncAfter(deadline: deadline) { [weak self] in
             guard let self else { return }
             self.apply(self.state.mutate { $0.machine.begin(attempt) })
