@@ -1,0 +1,94 @@
+/// The hooks through which blocking acquisitions join the lock-order graph, for resources that are not built on
+/// ``LockCore`` (which joins by itself).
+///
+/// Call ``willAcquire(_:file:line:)`` before a blocking acquisition starts to wait — a `QueueSafeValue`'s `wait`
+/// turn, `GCDQueue.sync` onto a queue — then ``didAcquire(_:file:line:)`` once the resource is held, and
+/// ``didRelease(_:)`` when it is given back (in any order). A try-acquisition that succeeded calls only
+/// `didAcquire`: it cannot block, so it adds no edge, but while held it counts like any lock.
+///
+/// Every hook is inlined to nothing in release builds, and costs one atomic load when the checker is off.
+@usableFromInline
+package enum LockOrderChecker {
+    /// Records that the calling thread is about to wait for `resource`, and reports a cycle this closes.
+    ///
+    /// The report is made before the thread blocks, so a deadlock is reported even in the run where it happens.
+    /// - Parameters:
+    ///   - resource: The resource being acquired.
+    ///   - file: The acquisition's file, for the report.
+    ///   - line: The acquisition's line, for the report; 0 to show `file` as an entry point's name.
+    @inlinable
+    package static func willAcquire(
+        _ resource: LockOrderIdentity,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        #if DEBUG
+        Self.willAcquire(resource.node, file: file, line: line)
+        #endif
+    }
+
+    /// Records that the calling thread now holds `resource`.
+    ///
+    /// - Parameters:
+    ///   - resource: The resource now held.
+    ///   - file: Where it was acquired.
+    ///   - line: Where it was acquired.
+    @inlinable
+    package static func didAcquire(
+        _ resource: LockOrderIdentity,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        #if DEBUG
+        Self.didAcquire(resource.node, file: file, line: line)
+        #endif
+    }
+
+    /// Records that the calling thread no longer holds `resource`.
+    ///
+    /// - Parameter resource: The resource given back. Nothing happens if the thread did not hold it.
+    @inlinable
+    package static func didRelease(_ resource: LockOrderIdentity) {
+        #if DEBUG
+        Self.didRelease(resource.node)
+        #endif
+    }
+
+    /// Whether the calling thread holds `resource`, by the checker's records: `false` whenever the checker is off.
+    package static func isHeld(_ resource: LockOrderIdentity) -> Bool {
+        #if DEBUG
+        guard let thread = LockOrderThread.existing else { return false }
+        return thread.holds(resource.node)
+        #else
+        return false
+        #endif
+    }
+
+    #if DEBUG
+    /// How many locks the graph holds now: for tests that check destroyed locks leave it.
+    package static var graphNodeCount: Int {
+        LockOrderGraph.shared.nodeCount
+    }
+
+    @usableFromInline
+    static func willAcquire(_ node: LockOrderNode, file: StaticString, line: UInt) {
+        guard LockOrderChecking.isOn else { return }
+        let thread = LockOrderThread.current
+        guard thread.heldCount > 0 else { return }
+        thread.checkEdges(to: node, at: LockOrderSite(file: file, line: line))
+    }
+
+    @usableFromInline
+    static func didAcquire(_ node: LockOrderNode, file: StaticString, line: UInt) {
+        guard LockOrderChecking.isOn else { return }
+        LockOrderThread.current.push(node, at: LockOrderSite(file: file, line: line))
+    }
+
+    @usableFromInline
+    static func didRelease(_ node: LockOrderNode) {
+        // Also when off: a lock taken before the switch went off must leave the thread's records.
+        guard let thread = LockOrderThread.existing, thread.heldCount > 0 else { return }
+        thread.remove(node)
+    }
+    #endif
+}
