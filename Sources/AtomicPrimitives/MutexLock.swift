@@ -113,6 +113,11 @@ public final class MutexLock {
         self._core.isHeldByCurrentThread
     }
 
+    /// The lock's serial number in the lock-order graph (0 in release builds): for tests of the checker.
+    package var lockOrderSerial: UInt64 {
+        self._core.lockOrderSerial
+    }
+
     @usableFromInline
     static func _trapReentry() -> Never {
         preconditionFailure(

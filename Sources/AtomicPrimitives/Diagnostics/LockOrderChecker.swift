@@ -64,12 +64,17 @@ package enum LockOrderChecker {
         #endif
     }
 
-    #if DEBUG
-    /// How many locks the graph holds now: for tests that check destroyed locks leave it.
-    package static var graphNodeCount: Int {
-        LockOrderGraph.shared.nodeCount
+    /// Whether the graph has a node for the resource with this serial number: for tests that check destroyed
+    /// resources leave it. Always `false` in release builds.
+    package static func graphContains(serial: UInt64) -> Bool {
+        #if DEBUG
+        LockOrderGraph.shared.contains(serial)
+        #else
+        false
+        #endif
     }
 
+    #if DEBUG
     @usableFromInline
     static func willAcquire(_ node: LockOrderNode, file: StaticString, line: UInt) {
         guard LockOrderChecking.isOn else { return }

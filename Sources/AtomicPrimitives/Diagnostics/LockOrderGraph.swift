@@ -36,11 +36,11 @@ final class LockOrderGraph: @unchecked Sendable {
     private var nodes: [UInt64: Node] = [:]
     private var reported: Set<Pair> = []
 
-    /// How many locks are in the graph now: for tests that check destroyed locks leave it.
-    var nodeCount: Int {
+    /// Whether the lock with this serial number is in the graph.
+    func contains(_ serial: UInt64) -> Bool {
         self.lock.lock(file: "", line: 0, onReentry: { Self.trapReentry() })
         defer { self.lock.unlock() }
-        return self.nodes.count
+        return self.nodes[serial] != nil
     }
 
     /// Adds `held → acquiring` unless it would close a cycle; returns the report of a cycle seen for the first time.

@@ -35,6 +35,16 @@ package struct LockOrderIdentity: Sendable {
         #endif
     }
 
+    /// A number no other resource of the process has (0 in release builds): for tests that look the resource up in
+    /// the graph with ``LockOrderChecker/graphContains(serial:)``.
+    package var serial: UInt64 {
+        #if DEBUG
+        self.node.serial
+        #else
+        0
+        #endif
+    }
+
     /// Takes the resource out of the graph now, before its identity is released: for a resource that is destroyed
     /// while a thread may still hold it.
     @inlinable

@@ -145,6 +145,15 @@ package struct LockCore: ~Copyable {
         #endif
     }
 
+    /// The lock's serial number in the lock-order graph; 0 in release builds and for unobserved locks.
+    package var lockOrderSerial: UInt64 {
+        #if DEBUG
+        self.observer?.serial ?? 0
+        #else
+        0
+        #endif
+    }
+
     /// Whether the calling thread is the one holding the mutex.
     @inlinable
     package var isHeldByCurrentThread: Bool {
