@@ -82,14 +82,16 @@ public enum ScheduleChaos {
         var nextOrdinal: UInt64 = 0
     }
 
-    static let settings = AtomicBox(
-        Settings(seed: Self.seed(environmentValue: CLibrary.environmentValue(Self.environmentVariable))),
-        unobserved: ()
+    /// The seed named by `CONCURRENCYKIT_CHAOS` when the process started.
+    private static let environmentSeed = Self.seed(
+        environmentValue: CLibrary.environmentValue(Self.environmentVariable)
     )
+
+    static let settings = AtomicBox(Settings(seed: Self.environmentSeed), unobserved: ())
 
     /// Whether a seed is set: the one branch of every point.
     @usableFromInline
-    static let isOn = Atomic<Bool>(Self.settings.value.seed != nil)
+    static let isOn = Atomic<Bool>(Self.environmentSeed != nil)
 
     /// `settings.epoch`, readable without the lock: a thread whose state has this epoch can use it as it is.
     private static let epoch = Atomic<UInt64>(1)
