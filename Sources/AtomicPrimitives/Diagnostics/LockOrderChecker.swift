@@ -23,7 +23,7 @@ package enum LockOrderChecker {
         line: UInt = #line
     ) {
         #if DEBUG
-        Self.willAcquire(resource.node, file: file, line: line)
+        Self.willAcquire(resource.key, file: file, line: line)
         #endif
     }
 
@@ -40,7 +40,7 @@ package enum LockOrderChecker {
         line: UInt = #line
     ) {
         #if DEBUG
-        Self.didAcquire(resource.node, file: file, line: line)
+        Self.didAcquire(resource.key, file: file, line: line)
         #endif
     }
 
@@ -50,7 +50,9 @@ package enum LockOrderChecker {
     @inlinable
     package static func didRelease(_ resource: LockOrderIdentity) {
         #if DEBUG
-        Self.didRelease(resource.node)
+        if LockOrderChecking.isOn {
+            Self.didRelease(resource.key.serial)
+        }
         #endif
     }
 
@@ -58,7 +60,7 @@ package enum LockOrderChecker {
     package static func isHeld(_ resource: LockOrderIdentity) -> Bool {
         #if DEBUG
         guard let thread = LockOrderThread.existing else { return false }
-        return thread.holds(resource.node)
+        return thread.pointee.holds(resource.key.serial)
         #else
         return false
         #endif
@@ -76,24 +78,59 @@ package enum LockOrderChecker {
 
     #if DEBUG
     @usableFromInline
-    static func willAcquire(_ node: LockOrderNode, file: StaticString, line: UInt) {
+    static func willAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
         guard LockOrderChecking.isOn else { return }
         let thread = LockOrderThread.current
-        guard thread.heldCount > 0 else { return }
-        thread.checkEdges(to: node, at: LockOrderSite(file: file, line: line))
+        guard thread.pointee.heldCount > 0 else { return }
+        thread.pointee.checkEdges(to: key, at: LockOrderSite(file: file, line: line))
     }
 
     @usableFromInline
-    static func didAcquire(_ node: LockOrderNode, file: StaticString, line: UInt) {
+    static func didAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
         guard LockOrderChecking.isOn else { return }
-        LockOrderThread.current.push(node, at: LockOrderSite(file: file, line: line))
+        LockOrderThread.current.pointee.push(key, file: file, line: line)
+    }
+
+    /// ``LockCore``'s acquisition, before it blocks: checks the edges from the locks the thread holds and records
+    /// the lock as held, then is a chaos point.
+    ///
+    /// Recording before the mutex is taken is exact: the thread does nothing else until it holds it, and one record
+    /// lookup serves both steps.
+    @usableFromInline
+    static func lockWillAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
+        let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
+        if switches & 1 != 0 {  // the checker's bit
+            let thread = LockOrderThread.current(switches: switches)
+            if thread.pointee.heldCount > 0 {
+                thread.pointee.checkEdges(to: key, at: LockOrderSite(file: file, line: line))
+            }
+            thread.pointee.push(key, file: file, line: line)
+        }
+        if switches & 2 != 0 {  // the chaos bit
+            ScheduleChaos.step(.lockAcquire)
+        }
+    }
+
+    /// ``LockCore``'s release, before the mutex is unlocked: the lock leaves the thread's records.
+    @usableFromInline
+    static func lockWillRelease(_ serial: UInt64) {
+        if DiagnosticSwitches.flags.load(ordering: .relaxed) & 1 != 0 {  // the checker's bit
+            Self.didRelease(serial)
+        }
+    }
+
+    /// ``LockCore``'s release, done: a chaos point.
+    @usableFromInline
+    static func lockDidRelease() {
+        if DiagnosticSwitches.flags.load(ordering: .relaxed) & 2 != 0 {  // the chaos bit
+            ScheduleChaos.step(.lockRelease)
+        }
     }
 
     @usableFromInline
-    static func didRelease(_ node: LockOrderNode) {
-        // Also when off: a lock taken before the switch went off must leave the thread's records.
-        guard let thread = LockOrderThread.existing, thread.heldCount > 0 else { return }
-        thread.remove(node)
+    static func didRelease(_ serial: UInt64) {
+        guard let thread = LockOrderThread.existing else { return }
+        thread.pointee.remove(serial)
     }
     #endif
 }

@@ -60,18 +60,18 @@ public enum LockOrderChecking {
         set {
             #if DEBUG
             self.state.store(newValue.code, ordering: .relaxed)
+            DiagnosticSwitches.set(DiagnosticSwitches.lockOrder, newValue != .off)
             #endif
         }
     }
 
     #if DEBUG
-    /// The mode as a number, for the check on every acquisition: 0 warn, 1 trap, 2 off.
-    @usableFromInline
+    /// The mode as a number: 0 warn, 1 trap, 2 off. Acquisitions read ``DiagnosticSwitches`` instead.
     static let state = Atomic<UInt8>(Self.modeFromEnvironment().code)
 
     @usableFromInline
     static var isOn: Bool {
-        self.state.load(ordering: .relaxed) != Mode.off.code
+        DiagnosticSwitches.flags.load(ordering: .relaxed) & 1 != 0
     }
 
     static var storedMode: Mode {
@@ -85,7 +85,7 @@ public enum LockOrderChecking {
     /// Reads `CONCURRENCYKIT_LOCK_ORDER` again and sets the mode from it: for tests that run in a process of their
     /// own and change the variable.
     package static func reloadModeFromEnvironment() {
-        self.state.store(self.modeFromEnvironment().code, ordering: .relaxed)
+        self.mode = self.modeFromEnvironment()
     }
 
     private static func modeFromEnvironment() -> Mode {

@@ -5,12 +5,15 @@
 /// long as it lives, and reports its acquisitions through ``LockOrderChecker``. The graph forgets the resource when
 /// the last copy of its identity is released, so a new resource at the same address starts with no history.
 ///
-/// In release builds the identity is empty and every call on it compiles to nothing.
+/// Keep the identity alive while a thread holds the resource: call ``LockOrderChecker/didRelease(_:)`` before the
+/// last copy goes. In release builds the identity is empty and every call on it compiles to nothing.
 @usableFromInline
 package struct LockOrderIdentity: Sendable {
     #if DEBUG
     @usableFromInline
     let node: LockOrderNode
+    @usableFromInline
+    let key: LockOrderKey
     #endif
 
     /// Makes the identity of a new resource.
@@ -32,6 +35,7 @@ package struct LockOrderIdentity: Sendable {
     ) {
         #if DEBUG
         self.node = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
+        self.key = LockOrderKey(self.node)
         #endif
     }
 

@@ -21,6 +21,18 @@ final class LockOrderNode: Sendable {
 
     private static let serials = Atomic<UInt64>(0)
 
+    /// The node of the diagnostics' own locks: serial 0, never in the graph.
+    static let unobserved = LockOrderNode()
+
+    private init() {
+        self.serial = 0
+        self.name = "unobserved"
+        self.type = InternalLock.self
+        self.peers = nil
+        self.file = #fileID
+        self.line = #line
+    }
+
     @usableFromInline
     init(name: String?, type: Any.Type, peers: LockOrderPeerClass?, file: StaticString, line: UInt) {
         self.serial = Self.serials.wrappingAdd(1, ordering: .relaxed).newValue

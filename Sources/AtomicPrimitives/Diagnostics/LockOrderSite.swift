@@ -2,9 +2,12 @@
 /// Where an acquisition happened: a source line, or the name of an entry point that cannot take one.
 @usableFromInline
 struct LockOrderSite: Sendable, CustomStringConvertible {
+    @usableFromInline
     let file: StaticString
+    @usableFromInline
     let line: UInt
 
+    @_transparent
     @usableFromInline
     init(file: StaticString, line: UInt) {
         self.file = file

@@ -1,112 +1,150 @@
 #if DEBUG
 /// One thread's side of the lock-order checker: the locks it holds, and the edges it already knows the graph has.
 ///
-/// Only its own thread touches it, so it needs no lock. The edge cache makes the common case — a pair of locks this
-/// thread has nested before — cost a few loads; only a pair new to the thread takes the graph's lock.
+/// Only its own thread touches it, so it needs no lock. It lives in raw memory found through a thread-specific key,
+/// so that the per-acquisition path does no reference counting; an owner object, kept under a second key, frees it
+/// when the thread exits. The edge cache makes the common case — a pair of locks this thread has nested before —
+/// cost a few loads; only a pair new to the thread takes the graph's lock.
 @usableFromInline
-final class LockOrderThread {
-    /// A lock the thread holds, retained so that a lock destroyed while held can still be named.
+struct LockOrderThread {
+    /// A lock the thread holds.
     struct Held {
-        let node: Unmanaged<LockOrderNode>
+        let key: LockOrderKey
         let site: LockOrderSite
     }
 
-    private static let key = CLibrary.makeThreadKey(releasesObject: true)
+    private final class Owner {
+        let record: UnsafeMutablePointer<LockOrderThread>
+
+        init(_ record: UnsafeMutablePointer<LockOrderThread>) {
+            self.record = record
+        }
+
+        deinit {
+            self.record.pointee.held.deallocate()
+            self.record.pointee.knownEdges.deallocate()
+            self.record.deinitialize(count: 1)
+            self.record.deallocate()
+        }
+    }
+
+    private static let ownerKey = CLibrary.makeThreadKey(releasesObject: true)
+    private static let recordKey = CLibrary.makeThreadKey(releasesObject: false)
+    /// The edge cache's size: the mask in ``checkEdges(to:at:)`` is this minus one.
     private static let cacheSlots = 256
 
     private var held: UnsafeMutablePointer<Held>
     private var capacity = 8
     @usableFromInline
     var heldCount = 0
-    /// A direct-mapped set of edges (source serial, target serial) known to be in the graph or already reported.
-    private let knownEdges: UnsafeMutablePointer<(UInt64, UInt64)>
+    /// The epoch bits of ``DiagnosticSwitches/flags`` when the records were last valid.
+    private var epoch: UInt64
+    /// An edge by serial numbers: a struct, not a tuple, whose comparison would need tuple metadata unoptimized.
+    private struct Edge {
+        var from: UInt64
+        var to: UInt64
+    }
 
-    private init() {
+    /// A direct-mapped set of edges known to be in the graph or already reported.
+    private let knownEdges: UnsafeMutablePointer<Edge>
+
+    private init(epoch: UInt64) {
+        self.epoch = epoch
         self.held = .allocate(capacity: self.capacity)
         self.knownEdges = .allocate(capacity: Self.cacheSlots)
-        self.knownEdges.initialize(repeating: (0, 0), count: Self.cacheSlots)
+        self.knownEdges.initialize(repeating: Edge(from: 0, to: 0), count: Self.cacheSlots)
     }
 
-    deinit {
-        for index in 0..<self.heldCount { self.held[index].node.release() }
-        self.held.deinitialize(count: self.heldCount)
-        self.held.deallocate()
-        self.knownEdges.deallocate()
-    }
-
-    /// The calling thread's state, made on first use and released when the thread exits.
+    /// The calling thread's record, made on first use and freed when the thread exits; emptied if the checker was
+    /// off since the thread last used it.
     @usableFromInline
-    static var current: LockOrderThread {
-        if let pointer = CLibrary.threadValue(Self.key) {
-            return Unmanaged<LockOrderThread>.fromOpaque(pointer).takeUnretainedValue()
-        }
-        let state = LockOrderThread()
-        CLibrary.setThreadValue(Self.key, Unmanaged.passRetained(state).toOpaque())
-        return state
+    static var current: UnsafeMutablePointer<LockOrderThread> {
+        self.current(switches: DiagnosticSwitches.flags.load(ordering: .relaxed))
     }
 
-    /// The calling thread's state if it has one.
+    /// ``current``, given a value of ``DiagnosticSwitches/flags`` read just before.
     @usableFromInline
-    static var existing: LockOrderThread? {
-        CLibrary.threadValue(Self.key).map { Unmanaged<LockOrderThread>.fromOpaque($0).takeUnretainedValue() }
-    }
-
-    /// Checks the edges from every held lock to `node`, adding new ones to the graph; reports what they close.
-    @usableFromInline
-    func checkEdges(to node: LockOrderNode, at site: LockOrderSite) {
-        let serial = node.serial
-        for index in 0..<self.heldCount {
-            let entry = self.held[index]
-            let heldNode = entry.node.takeUnretainedValue()
-            let heldSerial = heldNode.serial
-            if heldSerial == serial { continue }
-            if let peers = node.peers, peers === heldNode.peers {
-                self.reportPeers(peers, held: entry, acquiring: node, at: site)
+    static func current(switches: UInt64) -> UnsafeMutablePointer<LockOrderThread> {
+        let epoch = switches >> 2
+        if let pointer = CLibrary.threadValue(Self.recordKey) {
+            let record = pointer.assumingMemoryBound(to: LockOrderThread.self)
+            if record.pointee.epoch != epoch {
+                // The checker was off meanwhile, and saw no releases: forget what the thread held.
+                record.pointee.heldCount = 0
+                record.pointee.epoch = epoch
             }
-            let slot = Int(truncatingIfNeeded: (heldSerial &* 0x9E37_79B9_7F4A_7C15) ^ serial) & (Self.cacheSlots - 1)
-            if self.knownEdges[slot] == (heldSerial, serial) { continue }
-            if heldNode.retired.load(ordering: .relaxed) { continue }
-            let report = LockOrderGraph.shared.addEdge(
-                from: heldNode,
-                heldAt: entry.site,
-                to: node,
-                acquiringAt: site
-            )
-            self.knownEdges[slot] = (heldSerial, serial)
+            return record
+        }
+        let record = UnsafeMutablePointer<LockOrderThread>.allocate(capacity: 1)
+        record.initialize(to: LockOrderThread(epoch: epoch))
+        CLibrary.setThreadValue(Self.ownerKey, Unmanaged.passRetained(Owner(record)).toOpaque())
+        CLibrary.setThreadValue(Self.recordKey, record)
+        return record
+    }
+
+    /// The calling thread's record if it has one.
+    @usableFromInline
+    static var existing: UnsafeMutablePointer<LockOrderThread>? {
+        CLibrary.threadValue(Self.recordKey)?.assumingMemoryBound(to: LockOrderThread.self)
+    }
+
+    /// Checks the edges from every held lock to `key`, adding new ones to the graph; reports what they close.
+    @usableFromInline
+    mutating func checkEdges(to key: LockOrderKey, at site: LockOrderSite) {
+        var index = 0
+        while index < self.heldCount {
+            let entry = self.held[index]
+            index += 1
+            if entry.key.serial == key.serial { continue }
+            if let peers = key.peers, peers == entry.key.peers {
+                Self.reportPeers(held: entry, acquiring: key, at: site)
+            }
+            let slot = self.knownEdges
+                + Int(truncatingIfNeeded: ((entry.key.serial &* 0x9E37_79B9_7F4A_7C15) ^ key.serial) & 255)
+            if slot.pointee.from == entry.key.serial && slot.pointee.to == key.serial { continue }
+            slot.pointee = Edge(from: entry.key.serial, to: key.serial)
+            let report = entry.key.node._withUnsafeGuaranteedRef { heldNode in
+                key.node._withUnsafeGuaranteedRef { node in
+                    LockOrderGraph.shared.addEdge(from: heldNode, heldAt: entry.site, to: node, acquiringAt: site)
+                }
+            }
             report?.emit()
         }
     }
 
-    /// Records that the thread now holds `node`.
+    /// Records that the thread now holds `key`.
     @usableFromInline
-    func push(_ node: LockOrderNode, at site: LockOrderSite) {
+    mutating func push(_ key: LockOrderKey, file: StaticString, line: UInt) {
         if self.heldCount == self.capacity { self.grow() }
-        (self.held + self.heldCount).initialize(to: Held(node: Unmanaged.passRetained(node), site: site))
+        (self.held + self.heldCount).initialize(to: Held(key: key, site: LockOrderSite(file: file, line: line)))
         self.heldCount += 1
     }
 
-    /// Records that the thread no longer holds `node`; locks may be released in any order.
+    /// Records that the thread no longer holds the lock with `serial`; locks may be released in any order.
     @usableFromInline
-    func remove(_ node: LockOrderNode) {
-        var index = self.heldCount - 1
+    mutating func remove(_ serial: UInt64) {
+        let count = self.heldCount
+        if count > 0 && self.held[count - 1].key.serial == serial {
+            self.heldCount = count - 1
+            return
+        }
+        var index = count - 1
         while index >= 0 {
-            if self.held[index].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque() {
-                let entry = (self.held + index).move()
-                (self.held + index).moveInitialize(from: self.held + index + 1, count: self.heldCount - index - 1)
+            if self.held[index].key.serial == serial {
+                (self.held + index).moveUpdate(from: self.held + index + 1, count: self.heldCount - index - 1)
                 self.heldCount -= 1
-                entry.node.release()
                 return
             }
             index -= 1
         }
     }
 
-    /// Whether the thread holds `node`.
-    func holds(_ node: LockOrderNode) -> Bool {
-        (0..<self.heldCount).contains { self.held[$0].node.toOpaque() == Unmanaged.passUnretained(node).toOpaque() }
+    /// Whether the thread holds the lock with `serial`.
+    func holds(_ serial: UInt64) -> Bool {
+        (0..<self.heldCount).contains { self.held[$0].key.serial == serial }
     }
 
-    private func grow() {
+    private mutating func grow() {
         let larger = UnsafeMutablePointer<Held>.allocate(capacity: self.capacity * 2)
         larger.moveInitialize(from: self.held, count: self.heldCount)
         self.held.deallocate()
@@ -114,14 +152,10 @@ final class LockOrderThread {
         self.capacity *= 2
     }
 
-    private func reportPeers(
-        _ peers: LockOrderPeerClass,
-        held: Held,
-        acquiring node: LockOrderNode,
-        at site: LockOrderSite
-    ) {
-        guard peers.isReported.raise() else { return }
-        let heldNode = held.node.takeUnretainedValue()
+    private static func reportPeers(held: Held, acquiring key: LockOrderKey, at site: LockOrderSite) {
+        let heldNode = held.key.node.takeUnretainedValue()
+        let node = key.node.takeUnretainedValue()
+        guard let peers = node.peers, peers.isReported.raise() else { return }
         DiagnosticReport(
             kind: .unorderedPeers,
             resources: [heldNode.description, node.description],

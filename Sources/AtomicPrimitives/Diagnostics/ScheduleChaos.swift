@@ -39,7 +39,7 @@ public enum ScheduleChaos {
                 settings.epoch &+= 1
                 settings.nextOrdinal = 0
                 Self.epoch.store(settings.epoch, ordering: .releasing)
-                Self.isOn.store(newValue != nil, ordering: .relaxed)
+                DiagnosticSwitches.set(DiagnosticSwitches.chaos, newValue != nil)
             }
             #endif
         }
@@ -83,15 +83,16 @@ public enum ScheduleChaos {
     }
 
     /// The seed named by `CONCURRENCYKIT_CHAOS` when the process started.
-    private static let environmentSeed = Self.seed(
+    static let environmentSeed = Self.seed(
         environmentValue: CLibrary.environmentValue(Self.environmentVariable)
     )
 
     static let settings = AtomicBox(Settings(seed: Self.environmentSeed), unobserved: ())
 
-    /// Whether a seed is set: the one branch of every point.
-    @usableFromInline
-    static let isOn = Atomic<Bool>(Self.environmentSeed != nil)
+    /// Whether a seed is set.
+    static var isOn: Bool {
+        DiagnosticSwitches.flags.load(ordering: .relaxed) & 2 != 0
+    }
 
     /// `settings.epoch`, readable without the lock: a thread whose state has this epoch can use it as it is.
     private static let epoch = Atomic<UInt64>(1)
@@ -134,9 +135,7 @@ public enum ScheduleChaos {
         let existing = CLibrary.threadValue(self.key).map {
             Unmanaged<ThreadState>.fromOpaque($0).takeUnretainedValue()
         }
-        if let existing, existing.epoch == self.epoch.load(ordering: .acquiring),
-            self.isOn.load(ordering: .relaxed)
-        {
+        if let existing, existing.epoch == self.epoch.load(ordering: .acquiring), self.isOn {
             return existing
         }
         let fresh: ThreadState? = self.settings.mutate { settings in
@@ -183,7 +182,7 @@ package enum ChaosPoint: Sendable {
 @inline(__always)
 package func chaosPoint(_ point: ChaosPoint) {
     #if DEBUG
-    if ScheduleChaos.isOn.load(ordering: .relaxed) {
+    if DiagnosticSwitches.flags.load(ordering: .relaxed) & 2 != 0 {  // the chaos bit
         ScheduleChaos.step(point)
     }
     #endif

@@ -150,7 +150,8 @@ package enum CLibrary {
     }
 
     /// The calling thread's value for `key`.
-    @inlinable
+    @_transparent
+    @usableFromInline
     package static func threadValue(_ key: CThreadKey) -> UnsafeMutableRawPointer? {
         pthread_getspecific(key)
     }

@@ -19,9 +19,13 @@ package struct LockCore: ~Copyable {
     let owner: Atomic<UInt>
 
     #if DEBUG
-    /// The lock's node in the lock-order graph; `nil` for the diagnostics' own locks.
+    /// The lock's node in the lock-order graph, retained by the lock; ``LockOrderKey/unobserved`` for the
+    /// diagnostics' own locks.
     @usableFromInline
-    let observer: LockOrderNode?
+    let observer: LockOrderKey
+    /// The node's serial number, 0 for the diagnostics' own locks: what the per-acquisition path reads.
+    @usableFromInline
+    let observerSerial: UInt64
     #endif
 
     /// Makes a lock that joins the lock-order graph in debug builds.
@@ -42,7 +46,9 @@ package struct LockCore: ~Copyable {
         self.mutex = Self.makeMutex()
         self.owner = Atomic(0)
         #if DEBUG
-        self.observer = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
+        let node = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
+        self.observer = LockOrderKey(Unmanaged.passRetained(node).takeUnretainedValue())
+        self.observerSerial = node.serial
         #endif
     }
 
@@ -51,7 +57,8 @@ package struct LockCore: ~Copyable {
         self.mutex = Self.makeMutex()
         self.owner = Atomic(0)
         #if DEBUG
-        self.observer = nil
+        self.observer = .unobserved
+        self.observerSerial = 0
         #endif
     }
 
@@ -65,7 +72,12 @@ package struct LockCore: ~Copyable {
 
     deinit {
         #if DEBUG
-        self.observer?.retire()
+        if self.observerSerial != 0 {
+            self.observer.node.takeUnretainedValue().retire()
+            // A lock released while held may still be on its holder's records, which do not retain it: keep the
+            // small node alive for them.
+            if self.owner.load(ordering: .relaxed) == 0 { self.observer.node.release() }
+        }
         #endif
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
         if self.owner.load(ordering: .relaxed) != 0 {
@@ -91,19 +103,14 @@ package struct LockCore: ~Copyable {
             onReentry()
         }
         #if DEBUG
-        if let observer = self.observer {
-            LockOrderChecker.willAcquire(observer, file: file, line: line)
-            chaosPoint(.lockAcquire)
+        // No new locals on purpose: an unoptimized build zero-fills each one on every call.
+        if self.observerSerial != 0 && DiagnosticSwitches.flags.load(ordering: .relaxed) != 0 {
+            LockOrderChecker.lockWillAcquire(self.observer, file: file, line: line)
         }
         #endif
         let result = CLibrary.lock(self.mutex)
         precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
         self.owner.store(thread, ordering: .relaxed)
-        #if DEBUG
-        if let observer = self.observer {
-            LockOrderChecker.didAcquire(observer, file: file, line: line)
-        }
-        #endif
     }
 
     /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
@@ -120,8 +127,8 @@ package struct LockCore: ~Copyable {
         }
         self.owner.store(currentThreadID(), ordering: .relaxed)
         #if DEBUG
-        if let observer = self.observer {
-            LockOrderChecker.didAcquire(observer, file: file, line: line)
+        if self.observerSerial != 0, LockOrderChecking.isOn {
+            LockOrderChecker.didAcquire(self.observer, file: file, line: line)
         }
         #endif
         return true
@@ -131,16 +138,17 @@ package struct LockCore: ~Copyable {
     @inlinable
     package func unlock() {
         #if DEBUG
-        if let observer = self.observer {
-            LockOrderChecker.didRelease(observer)
+        let observed = self.observerSerial != 0 && DiagnosticSwitches.flags.load(ordering: .relaxed) != 0
+        if observed {
+            LockOrderChecker.lockWillRelease(self.observerSerial)
         }
         #endif
         self.owner.store(0, ordering: .relaxed)
         let result = CLibrary.unlock(self.mutex)
         precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
         #if DEBUG
-        if self.observer != nil {
-            chaosPoint(.lockRelease)
+        if observed {
+            LockOrderChecker.lockDidRelease()
         }
         #endif
     }
@@ -148,7 +156,7 @@ package struct LockCore: ~Copyable {
     /// The lock's serial number in the lock-order graph; 0 in release builds and for unobserved locks.
     package var lockOrderSerial: UInt64 {
         #if DEBUG
-        self.observer?.serial ?? 0
+        self.observerSerial
         #else
         0
         #endif
