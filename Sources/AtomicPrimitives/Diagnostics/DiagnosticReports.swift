@@ -27,6 +27,7 @@ package enum DiagnosticReports {
     ///   - filter: Which reports belong to this test; called on the reporting thread.
     ///   - body: The code under test.
     /// - Returns: `body`'s result and the captured reports, in the order they were made.
+    /// - Throws: What `body` throws.
     package static func capture<Result, Failure: Error>(
         where filter: @escaping @Sendable (DiagnosticReport) -> Bool,
         _ body: () throws(Failure) -> Result

@@ -66,8 +66,11 @@ package enum LockOrderChecker {
         #endif
     }
 
-    /// Whether the graph has a node for the resource with this serial number: for tests that check destroyed
-    /// resources leave it. Always `false` in release builds.
+    /// Whether the graph has a node for the resource with this serial number.
+    ///
+    /// For tests that check destroyed resources leave the graph. Always `false` in release builds.
+    /// - Parameter serial: A ``LockOrderIdentity/serial`` or `MutexLock.lockOrderSerial`.
+    /// - Returns: Whether that resource is in the graph now.
     package static func graphContains(serial: UInt64) -> Bool {
         #if DEBUG
         LockOrderGraph.shared.contains(serial)

@@ -66,7 +66,9 @@ public enum LockOrderChecking {
     }
 
     #if DEBUG
-    /// The mode as a number: 0 warn, 1 trap, 2 off. Acquisitions read ``DiagnosticSwitches`` instead.
+    /// The mode as a number: 0 warn, 1 trap, 2 off.
+    ///
+    /// Acquisitions read ``DiagnosticSwitches`` instead.
     static let state = Atomic<UInt8>(Self.modeFromEnvironment().code)
 
     @usableFromInline

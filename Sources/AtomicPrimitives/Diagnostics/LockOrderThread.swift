@@ -99,7 +99,8 @@ struct LockOrderThread {
             if let peers = key.peers, peers == entry.key.peers {
                 Self.reportPeers(held: entry, acquiring: key, at: site)
             }
-            let slot = self.knownEdges
+            let slot =
+                self.knownEdges
                 + Int(truncatingIfNeeded: ((entry.key.serial &* 0x9E37_79B9_7F4A_7C15) ^ key.serial) & 255)
             if slot.pointee.from == entry.key.serial && slot.pointee.to == key.serial { continue }
             slot.pointee = Edge(from: entry.key.serial, to: key.serial)

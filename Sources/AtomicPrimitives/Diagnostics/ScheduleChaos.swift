@@ -71,6 +71,7 @@ public enum ScheduleChaos {
     /// The seed a value of `CONCURRENCYKIT_CHAOS` names: a decimal number; `nil` for no value or other text.
     ///
     /// - Parameter text: The variable's text.
+    /// - Returns: The seed, or `nil` for chaos off.
     package static func seed(environmentValue text: String?) -> UInt64? {
         text.flatMap { UInt64($0.trimmingPrefix(while: \.isWhitespace)) }
     }

@@ -118,6 +118,7 @@ package struct LockCore: ~Copyable {
     /// - Parameters:
     ///   - file: The acquisition's file, for lock-order reports (debug builds only).
     ///   - line: The acquisition's line.
+    /// - Returns: Whether the calling thread now holds the mutex.
     @inlinable
     package func tryLock(file: StaticString = #fileID, line: UInt = #line) -> Bool {
         let attempt = CLibrary.tryLock(self.mutex)
