@@ -65,15 +65,16 @@ final class LockOrderGraph: @unchecked Sendable {
         }
         for node in [held, acquiring] {
             node.joined.store(true, ordering: .sequentiallyConsistent)
-            // A lock destroyed meanwhile must not stay in the graph: its `retire` may have missed `joined`.
-            if node.retired.load(ordering: .sequentiallyConsistent) {
-                self.removeLocked(held.serial)
-                self.removeLocked(acquiring.serial)
-                return nil
-            }
-            if self.nodes[node.serial] == nil {
-                self.nodes[node.serial] = Node(description: node.description, shortName: node.shortName)
-            }
+        }
+        // A lock destroyed meanwhile gets no edge and must not stay in the graph: its `retire` may have run before
+        // `joined` was set, and then did not look.
+        let retired = [held, acquiring].filter { $0.retired.load(ordering: .sequentiallyConsistent) }
+        guard retired.isEmpty else {
+            for node in retired { self.removeLocked(node.serial) }
+            return nil
+        }
+        for node in [held, acquiring] where self.nodes[node.serial] == nil {
+            self.nodes[node.serial] = Node(description: node.description, shortName: node.shortName)
         }
         self.nodes[held.serial]!.successors[acquiring.serial] = Edge(heldAt: heldAt, acquiredAt: acquiringAt)
         self.nodes[acquiring.serial]!.predecessors.insert(held.serial)
