@@ -216,6 +216,34 @@ struct LockOrderCheckerTests {
         #expect(found.isEmpty)
     }
 
+    @Test("a lock destroyed on one thread while another holds it leaves the holder able to lock and report")
+    func lockDestroyedWhileAnotherThreadHoldsIt() {
+        let kept = MutexLock(name: "foreign-kept")
+        let other = MutexLock(name: "foreign-other")
+        let held = DispatchSemaphore(value: 0)
+        let destroyed = DispatchSemaphore(value: 0)
+        let box = AtomicBox<MutexLock?>(MutexLock(name: "foreign-gone"))
+        let found = reports(naming: "foreign-") {
+            #expect(
+                runOnThreads(2) { index in
+                    if index == 0 {
+                        box.value?.lock()
+                        held.signal()
+                        _ = destroyed.wait(timeout: deadline())
+                        kept.withLock { other.withLock {} }
+                    } else {
+                        _ = held.wait(timeout: deadline())
+                        box.mutate { $0 = nil }
+                        destroyed.signal()
+                    }
+                }
+            )
+            onThread { other.withLock { kept.withLock {} } }
+        }
+        #expect(found.count == 1, "the holder's later locks are still checked")
+        #expect(found.first?.message.contains("foreign-gone") == false)
+    }
+
     @Test(
         "the mode names of CONCURRENCYKIT_LOCK_ORDER",
         arguments: [

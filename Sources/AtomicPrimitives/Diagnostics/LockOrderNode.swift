@@ -47,6 +47,25 @@ final class LockOrderNode: Sendable {
         self.retire()
     }
 
+    /// Nodes of locks destroyed while another thread held them: that thread's records still point at them, and do
+    /// not retain them.
+    private static let keptForHolders = AtomicBox<[LockOrderNode]>([], unobserved: ())
+
+    /// Retires the node of a destroyed ``LockCore`` and gives up the lock's reference to it.
+    ///
+    /// - Parameters:
+    ///   - node: The lock's node, retained by the lock.
+    ///   - holder: The thread that holds the lock as it is destroyed (releasing a held lock is allowed), or 0.
+    static func lockDestroyed(_ node: Unmanaged<LockOrderNode>, holder: UInt) {
+        let retained = node.takeRetainedValue()
+        retained.retire()
+        if holder == currentThreadID() {
+            LockOrderChecker.didRelease(retained.serial)
+        } else if holder != 0 {
+            Self.keptForHolders.mutate { $0.append(retained) }
+        }
+    }
+
     /// Takes the node out of the graph, once.
     @usableFromInline
     func retire() {

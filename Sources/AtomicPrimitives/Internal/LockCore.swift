@@ -73,10 +73,7 @@ package struct LockCore: ~Copyable {
     deinit {
         #if DEBUG
         if self.observerSerial != 0 {
-            self.observer.node.takeUnretainedValue().retire()
-            // A lock released while held may still be on its holder's records, which do not retain it: keep the
-            // small node alive for them.
-            if self.owner.load(ordering: .relaxed) == 0 { self.observer.node.release() }
+            LockOrderNode.lockDestroyed(self.observer.node, holder: self.owner.load(ordering: .relaxed))
         }
         #endif
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
