@@ -22,6 +22,7 @@ struct LockOrderThread {
 
         deinit {
             self.record.pointee.held.deallocate()
+            self.record.pointee.heldSerials.deallocate()
             self.record.pointee.knownEdges.deallocate()
             self.record.deinitialize(count: 1)
             self.record.deallocate()
@@ -34,6 +35,9 @@ struct LockOrderThread {
     private static let cacheSlots = 256
 
     private var held: UnsafeMutablePointer<Held>
+    /// The serial numbers of `held`, apart: the per-acquisition scans read only these, not whole entries, which an
+    /// unoptimized build would copy.
+    private var heldSerials: UnsafeMutablePointer<UInt64>
     private var capacity = 8
     @usableFromInline
     var heldCount = 0
@@ -51,6 +55,7 @@ struct LockOrderThread {
     private init(epoch: UInt64) {
         self.epoch = epoch
         self.held = .allocate(capacity: self.capacity)
+        self.heldSerials = .allocate(capacity: self.capacity)
         self.knownEdges = .allocate(capacity: Self.cacheSlots)
         self.knownEdges.initialize(repeating: Edge(from: 0, to: 0), count: Self.cacheSlots)
     }
@@ -93,17 +98,16 @@ struct LockOrderThread {
     mutating func checkEdges(to key: LockOrderKey, at site: LockOrderSite) {
         var index = 0
         while index < self.heldCount {
-            let entry = self.held[index]
+            let serial = self.heldSerials[index]
             index += 1
-            if entry.key.serial == key.serial { continue }
-            if let peers = key.peers, peers == entry.key.peers {
-                Self.reportPeers(held: entry, acquiring: key, at: site)
+            if serial == key.serial { continue }
+            if key.peers != nil && key.peers == self.held[index - 1].key.peers {
+                Self.reportPeers(held: self.held[index - 1], acquiring: key, at: site)
             }
-            let slot =
-                self.knownEdges
-                + Int(truncatingIfNeeded: ((entry.key.serial &* 0x9E37_79B9_7F4A_7C15) ^ key.serial) & 255)
-            if slot.pointee.from == entry.key.serial && slot.pointee.to == key.serial { continue }
-            slot.pointee = Edge(from: entry.key.serial, to: key.serial)
+            let slot = self.knownEdges + Int(truncatingIfNeeded: ((serial &* 0x9E37_79B9_7F4A_7C15) ^ key.serial) & 255)
+            if slot.pointee.from == serial && slot.pointee.to == key.serial { continue }
+            slot.pointee = Edge(from: serial, to: key.serial)
+            let entry = self.held[index - 1]
             let report = entry.key.node._withUnsafeGuaranteedRef { heldNode in
                 key.node._withUnsafeGuaranteedRef { node in
                     LockOrderGraph.shared.addEdge(from: heldNode, heldAt: entry.site, to: node, acquiringAt: site)
@@ -118,6 +122,7 @@ struct LockOrderThread {
     mutating func push(_ key: LockOrderKey, file: StaticString, line: UInt) {
         if self.heldCount == self.capacity { self.grow() }
         (self.held + self.heldCount).initialize(to: Held(key: key, site: LockOrderSite(file: file, line: line)))
+        self.heldSerials[self.heldCount] = key.serial
         self.heldCount += 1
     }
 
@@ -125,14 +130,15 @@ struct LockOrderThread {
     @usableFromInline
     mutating func remove(_ serial: UInt64) {
         let count = self.heldCount
-        if count > 0 && self.held[count - 1].key.serial == serial {
+        if count > 0 && self.heldSerials[count - 1] == serial {
             self.heldCount = count - 1
             return
         }
         var index = count - 1
         while index >= 0 {
-            if self.held[index].key.serial == serial {
-                (self.held + index).moveUpdate(from: self.held + index + 1, count: self.heldCount - index - 1)
+            if self.heldSerials[index] == serial {
+                (self.held + index).moveUpdate(from: self.held + index + 1, count: count - index - 1)
+                (self.heldSerials + index).update(from: self.heldSerials + index + 1, count: count - index - 1)
                 self.heldCount -= 1
                 return
             }
@@ -142,7 +148,7 @@ struct LockOrderThread {
 
     /// Whether the thread holds the lock with `serial`.
     func holds(_ serial: UInt64) -> Bool {
-        (0..<self.heldCount).contains { self.held[$0].key.serial == serial }
+        (0..<self.heldCount).contains { self.heldSerials[$0] == serial }
     }
 
     private mutating func grow() {
@@ -150,6 +156,10 @@ struct LockOrderThread {
         larger.moveInitialize(from: self.held, count: self.heldCount)
         self.held.deallocate()
         self.held = larger
+        let largerSerials = UnsafeMutablePointer<UInt64>.allocate(capacity: self.capacity * 2)
+        largerSerials.update(from: self.heldSerials, count: self.heldCount)
+        self.heldSerials.deallocate()
+        self.heldSerials = largerSerials
         self.capacity *= 2
     }
 
