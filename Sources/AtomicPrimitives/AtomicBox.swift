@@ -1,6 +1,6 @@
 /// A value guarded by its own lock: every read is a locked copy, every change a locked closure.
 ///
-/// `AtomicBox` makes compound updates atomic: the whole ``mutate(_:)`` closure runs under the lock, so
+/// `AtomicBox` makes compound updates atomic: the whole ``mutate(file:line:_:)`` closure runs under the lock, so
 /// read-modify-write sequences such as `+= 1` or "append if absent" cannot interleave with another thread's.
 ///
 /// ```swift
@@ -14,14 +14,17 @@
 /// print(hits.value)  // 8
 /// ```
 ///
-/// > Warning: Reading ``value`` or calling ``mutate(_:)`` on the same box from inside its own `mutate` closure would
+/// > Warning: Reading ``value`` or calling ``mutate(file:line:_:)`` on the same box from inside its own `mutate` closure would
 /// > deadlock; it traps instead, before touching the value, with a message naming `AtomicBox`. Work on the closure's
 /// > `inout` parameter.
+///
+/// In debug builds the box's lock joins the lock-order checker (<doc:FindingDeadlocks>); give it a `name` to make
+/// reports easy to read.
 ///
 /// The box is `Sendable` when its value is.
 public final class AtomicBox<Value> {
     @usableFromInline
-    let _core = LockCore()
+    let _core: LockCore
 
     // The lock, not a runtime check, keeps accesses exclusive: every access holds it, and a nested one traps first.
     @usableFromInline
@@ -29,34 +32,75 @@ public final class AtomicBox<Value> {
     var _value: Value
 
     /// Creates a box holding `value`.
-    public init(_ value: Value) {
+    ///
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - file: Where the box is made, for lock-order reports; leave the default.
+    ///   - line: Where the box is made, for lock-order reports; leave the default.
+    public init(_ value: Value, file: StaticString = #fileID, line: UInt = #line) {
+        self._core = LockCore(type: AtomicBox.self, file: file, line: line)
+        self._value = value
+    }
+
+    /// Creates a box holding `value`, with a name for lock-order reports.
+    ///
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - name: What lock-order reports call the box's lock, such as `"hits"`.
+    ///   - file: Where the box is made, for lock-order reports; leave the default.
+    ///   - line: Where the box is made, for lock-order reports; leave the default.
+    public init(_ value: Value, name: String, file: StaticString = #fileID, line: UInt = #line) {
+        self._core = LockCore(name: name, type: AtomicBox.self, file: file, line: line)
+        self._value = value
+    }
+
+    /// Creates a box whose lock is outside the lock-order checker and schedule chaos: for the diagnostics' own state.
+    package init(_ value: Value, unobserved: ()) {
+        self._core = LockCore(unobserved: ())
+        self._value = value
+    }
+
+    /// Creates a box whose lock belongs to a class of locks that are never held two at a time.
+    package init(
+        _ value: Value,
+        name: String? = nil,
+        peers: LockOrderPeerClass,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        self._core = LockCore(name: name, type: AtomicBox.self, peers: peers, file: file, line: line)
         self._value = value
     }
 
     /// A copy of the value, read under the lock.
     @inlinable
     public var value: Value {
-        self._core.lock(onReentry: { self._trapReentry() })
+        self._core.lock(file: "AtomicBox.value", line: 0, onReentry: { self._trapReentry() })
         defer { self._core.unlock() }
         return self._value
     }
 
     /// Runs `body` on the value under the lock and returns its result.
     ///
-    /// - Parameter body: Gets the value `inout`; changes it makes are kept. It runs on the calling thread.
+    /// - Parameters:
+    ///   - file: Where the box is used, for lock-order reports; leave the default.
+    ///   - line: Where the box is used, for lock-order reports; leave the default.
+    ///   - body: Gets the value `inout`; changes it makes are kept. It runs on the calling thread.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws. Changes made before the throw are kept.
     @inlinable
     @discardableResult
     public func mutate<Result, Failure: Error>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        self._core.lock(onReentry: { self._trapReentry() })
+        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
         defer { self._core.unlock() }
         return try body(&self._value)
     }
 
-    /// Whether some thread is inside ``mutate(_:)`` or reading ``value`` at this instant.
+    /// Whether some thread is inside ``mutate(file:line:_:)`` or reading ``value`` at this instant.
     ///
     /// This is a try-lock probe: it is `true` from inside the box's own `mutate` closure too. The answer can be out
     /// of date as soon as it is returned; use it for diagnostics and assertions, not to decide whether to lock.

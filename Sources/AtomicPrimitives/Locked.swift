@@ -30,9 +30,23 @@ public struct Locked<Value> {
 
     /// Wraps `wrappedValue` in a new box.
     ///
-    /// - Parameter wrappedValue: The initial value.
-    public init(wrappedValue: Value) {
-        self.projectedValue = AtomicBox(wrappedValue)
+    /// - Parameters:
+    ///   - wrappedValue: The initial value.
+    ///   - file: Where the property is declared, for lock-order reports; leave the default.
+    ///   - line: Where the property is declared, for lock-order reports; leave the default.
+    public init(wrappedValue: Value, file: StaticString = #fileID, line: UInt = #line) {
+        self.projectedValue = AtomicBox(wrappedValue, file: file, line: line)
+    }
+
+    /// Wraps `wrappedValue` in a new box with a name for lock-order reports: `@Locked(name: "state") var state = 0`.
+    ///
+    /// - Parameters:
+    ///   - wrappedValue: The initial value.
+    ///   - name: What lock-order reports call the property's lock.
+    ///   - file: Where the property is declared, for lock-order reports; leave the default.
+    ///   - line: Where the property is declared, for lock-order reports; leave the default.
+    public init(wrappedValue: Value, name: String, file: StaticString = #fileID, line: UInt = #line) {
+        self.projectedValue = AtomicBox(wrappedValue, name: name, file: file, line: line)
     }
 
     /// A copy of the value, read under the lock.

@@ -1,8 +1,9 @@
 /// A non-recursive mutual-exclusion lock built on `pthread_mutex_t`.
 ///
 /// `MutexLock` is the lock every other type in ConcurrencyKit stands on. The mutex lives at a stable heap address
-/// for the whole life of the object, every pthread call is checked, and the uncontended path is a try-lock and two
-/// plain stores. Prefer ``withLock(_:)``, which cannot forget to unlock:
+/// for the whole life of the object, every pthread call is checked, and the uncontended path is one
+/// `pthread_mutex_lock` between a relaxed atomic load and store of the owner. Prefer ``withLock(file:line:_:)``, which
+/// cannot forget to unlock:
 ///
 /// ```swift
 /// import AtomicPrimitives
@@ -14,25 +15,55 @@
 /// print(lock.withLock { hits })  // 1
 /// ```
 ///
-/// > Warning: The lock is not recursive. Calling ``lock()`` or ``withLock(_:)`` on a thread that already holds the
-/// > lock would deadlock; instead it traps with a message naming `MutexLock`. Calling ``unlock()`` on a thread
-/// > that does not hold the lock traps too.
+/// > Warning: The lock is not recursive. Calling ``lock(file:line:)`` or ``withLock(file:line:_:)`` on a thread that
+/// > already holds the lock would deadlock; instead it traps with a message naming `MutexLock`. Calling ``unlock()``
+/// > on a thread that does not hold the lock traps too.
+///
+/// In debug builds the lock joins the lock-order checker (<doc:FindingDeadlocks>): taking two locks in orders that
+/// could deadlock is reported, with the lock's `name` and the lines that took it.
 ///
 /// Releasing a `MutexLock` is safe in every state, also while it is held.
 public final class MutexLock {
     @usableFromInline
-    let _core = LockCore()
+    let _core: LockCore
 
     /// Creates an unlocked lock.
-    public init() {}
+    ///
+    /// - Parameters:
+    ///   - file: Where the lock is made, for lock-order reports; leave the default.
+    ///   - line: Where the lock is made, for lock-order reports; leave the default.
+    public init(file: StaticString = #fileID, line: UInt = #line) {
+        self._core = LockCore(type: MutexLock.self, file: file, line: line)
+    }
+
+    /// Creates an unlocked lock with a name for lock-order reports.
+    ///
+    /// - Parameters:
+    ///   - name: What lock-order reports call the lock, such as `"cache"`.
+    ///   - file: Where the lock is made, for lock-order reports; leave the default.
+    ///   - line: Where the lock is made, for lock-order reports; leave the default.
+    public init(name: String, file: StaticString = #fileID, line: UInt = #line) {
+        self._core = LockCore(name: name, type: MutexLock.self, file: file, line: line)
+    }
+
+    /// Creates a lock of a class of locks that are never held two at a time, such as subscribers' delivery locks.
+    ///
+    /// In debug builds, holding two locks of `peers` at once is reported even if no thread ever nests them the
+    /// other way.
+    package init(name: String? = nil, peers: LockOrderPeerClass, file: StaticString = #fileID, line: UInt = #line) {
+        self._core = LockCore(name: name, type: MutexLock.self, peers: peers, file: file, line: line)
+    }
 
     /// Takes the lock, waiting while another thread holds it.
     ///
-    /// Pair every call with ``unlock()`` on the same thread, or use ``withLock(_:)``.
+    /// Pair every call with ``unlock()`` on the same thread, or use ``withLock(file:line:_:)``.
+    /// - Parameters:
+    ///   - file: Where the lock is taken, for lock-order reports; leave the default.
+    ///   - line: Where the lock is taken, for lock-order reports; leave the default.
     /// - Precondition: The calling thread does not already hold the lock.
     @inlinable
-    public func lock() {
-        self._core.lock(onReentry: { MutexLock._trapReentry() })
+    public func lock(file: StaticString = #fileID, line: UInt = #line) {
+        self._core.lock(file: file, line: line, onReentry: { MutexLock._trapReentry() })
     }
 
     /// Releases the lock.
@@ -48,22 +79,33 @@ public final class MutexLock {
 
     /// Takes the lock if it is free, without waiting.
     ///
-    /// Called on the thread that already holds the lock, it returns `false`.
+    /// Called on the thread that already holds the lock, it returns `false`. A try-lock never waits, so the lock-order
+    /// checker adds no order for it; while held, the lock counts like any other.
+    /// - Parameters:
+    ///   - file: Where the lock is taken, for lock-order reports; leave the default.
+    ///   - line: Where the lock is taken, for lock-order reports; leave the default.
     /// - Returns: `true` if the calling thread now holds the lock and must ``unlock()`` it.
     @inlinable
-    public func tryLock() -> Bool {
-        self._core.tryLock()
+    public func tryLock(file: StaticString = #fileID, line: UInt = #line) -> Bool {
+        self._core.tryLock(file: file, line: line)
     }
 
     /// Runs `body` while holding the lock, and releases it afterwards, also when `body` throws.
     ///
-    /// - Parameter body: The critical section. It runs on the calling thread.
+    /// - Parameters:
+    ///   - file: Where the lock is taken, for lock-order reports; leave the default.
+    ///   - line: Where the lock is taken, for lock-order reports; leave the default.
+    ///   - body: The critical section. It runs on the calling thread.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     /// > Warning: Do not take the same lock inside `body`: it traps instead of deadlocking.
     @inlinable
-    public func withLock<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
-        self._core.lock(onReentry: { MutexLock._trapReentry() })
+    public func withLock<Result, Failure: Error>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        self._core.lock(file: file, line: line, onReentry: { MutexLock._trapReentry() })
         defer { self._core.unlock() }
         return try body()
     }
@@ -71,6 +113,11 @@ public final class MutexLock {
     /// Whether the calling thread holds the lock: for types built on it that name themselves in re-entry traps.
     package var isHeldByCurrentThread: Bool {
         self._core.isHeldByCurrentThread
+    }
+
+    /// The lock's serial number in the lock-order graph (0 in release builds): for tests of the checker.
+    package var lockOrderSerial: UInt64 {
+        self._core.lockOrderSerial
     }
 
     @usableFromInline

@@ -1,37 +1,5 @@
 import Synchronization
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#elseif canImport(Darwin)
-import Darwin
-#else
-#error("AtomicPrimitives could not identify your C library.")
-#endif
-
-/// A number that identifies the calling thread, never 0, stable for the thread's lifetime.
-@inlinable
-package func currentThreadID() -> UInt {
-    #if canImport(Darwin)
-    UInt(bitPattern: pthread_self())
-    #elseif canImport(Musl)
-    UInt(bitPattern: pthread_self())
-    #else
-    UInt(pthread_self())
-    #endif
-}
-
-/// Lets another thread run on this CPU, if one is ready: for waiters that watch a word before they sleep.
-package func yieldProcessor() {
-    _ = sched_yield()
-}
-
-/// How many processors are online, at least 1.
-package func onlineProcessorCount() -> Int {
-    max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
-}
-
 /// The mutex behind ``MutexLock`` and ``AtomicBox``: a heap-allocated `pthread_mutex_t` and its owner.
 ///
 /// The mutex lives at a stable heap address (never `&self.storedMutex`, which is valid for one call only). The owner
@@ -39,65 +7,157 @@ package func onlineProcessorCount() -> Int {
 /// store to unlock. Before locking, the owner is compared with the caller's thread ID, so that re-entry (a deadlock
 /// waiting to happen) becomes a trap. The owner can only equal the caller's ID if the caller itself stored it and has
 /// not unlocked since, so the check needs no memory ordering.
+///
+/// In debug builds every lock made with ``init(name:type:peers:file:line:)`` joins the lock-order graph
+/// (``LockOrderChecker``) and is a ``chaosPoint(_:)`` on acquire and release; release builds compile both out.
 @usableFromInline
 package struct LockCore: ~Copyable {
     @usableFromInline
-    let mutex: UnsafeMutablePointer<pthread_mutex_t>
+    let mutex: UnsafeMutablePointer<CMutex>
 
     @usableFromInline
     let owner: Atomic<UInt>
 
+    #if DEBUG
+    /// The lock's node in the lock-order graph, retained by the lock; ``LockOrderKey/unobserved`` for the
+    /// diagnostics' own locks.
     @usableFromInline
-    package init() {
-        self.mutex = .allocate(capacity: 1)
-        self.mutex.initialize(to: pthread_mutex_t())
-        let result = pthread_mutex_init(self.mutex, nil)
-        precondition(result == 0, "pthread_mutex_init failed with error \(result)")
+    let observer: LockOrderKey
+    /// The node's serial number, 0 for the diagnostics' own locks: what the per-acquisition path reads.
+    @usableFromInline
+    let observerSerial: UInt64
+    #endif
+
+    /// Makes a lock that joins the lock-order graph in debug builds.
+    ///
+    /// - Parameters:
+    ///   - name: What lock-order reports call it; when `nil`, `type` and the creation site.
+    ///   - type: The type that owns the lock, for reports.
+    ///   - peers: The class of locks that may never be held two at a time, if the lock belongs to one.
+    ///   - file: Where the owner was made.
+    ///   - line: Where the owner was made.
+    package init(
+        name: String? = nil,
+        type: Any.Type = InternalLock.self,
+        peers: LockOrderPeerClass? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        self.mutex = Self.makeMutex()
         self.owner = Atomic(0)
+        #if DEBUG
+        let node = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
+        self.observer = LockOrderKey(Unmanaged.passRetained(node).takeUnretainedValue())
+        self.observerSerial = node.serial
+        #endif
+    }
+
+    /// Makes a lock outside the lock-order graph and schedule chaos: for the diagnostics' own state.
+    package init(unobserved: ()) {
+        self.mutex = Self.makeMutex()
+        self.owner = Atomic(0)
+        #if DEBUG
+        self.observer = .unobserved
+        self.observerSerial = 0
+        #endif
+    }
+
+    private static func makeMutex() -> UnsafeMutablePointer<CMutex> {
+        let mutex = UnsafeMutablePointer<CMutex>.allocate(capacity: 1)
+        mutex.initialize(to: CMutex())
+        let result = CLibrary.initialize(mutex)
+        precondition(result == 0, "pthread_mutex_init failed with error \(result)")
+        return mutex
     }
 
     deinit {
+        #if DEBUG
+        if self.observerSerial != 0 {
+            LockOrderNode.lockDestroyed(self.observer.node, holder: self.owner.load(ordering: .relaxed))
+        }
+        #endif
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
         if self.owner.load(ordering: .relaxed) != 0 {
-            let result = pthread_mutex_unlock(self.mutex)
+            let result = CLibrary.unlock(self.mutex)
             precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
         }
-        let result = pthread_mutex_destroy(self.mutex)
+        let result = CLibrary.destroy(self.mutex)
         precondition(result == 0, "pthread_mutex_destroy failed with error \(result)")
         self.mutex.deinitialize(count: 1)
         self.mutex.deallocate()
     }
 
     /// Takes the mutex; calls `onReentry` (which must trap) if the calling thread already holds it.
+    ///
+    /// - Parameters:
+    ///   - file: The acquisition's file, for lock-order reports (debug builds only).
+    ///   - line: The acquisition's line; 0 to show `file` as an entry point's name.
+    ///   - onReentry: Traps with the owner's message.
     @inlinable
-    package func lock(onReentry: () -> Never) {
+    package func lock(file: StaticString = #fileID, line: UInt = #line, onReentry: () -> Never) {
         let thread = currentThreadID()
         if self.owner.load(ordering: .relaxed) == thread {
             onReentry()
         }
-        let result = pthread_mutex_lock(self.mutex)
+        #if DEBUG
+        // No new locals on purpose: an unoptimized build zero-fills each one on every call.
+        if self.observerSerial != 0 && DiagnosticSwitches.flags.load(ordering: .relaxed) != 0 {
+            LockOrderChecker.lockWillAcquire(self.observer, file: file, line: line)
+        }
+        #endif
+        let result = CLibrary.lock(self.mutex)
         precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
         self.owner.store(thread, ordering: .relaxed)
     }
 
-    /// Takes the mutex if it is free and returns whether it did; never waits.
+    /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
+    ///
+    /// - Parameters:
+    ///   - file: The acquisition's file, for lock-order reports (debug builds only).
+    ///   - line: The acquisition's line.
+    /// - Returns: Whether the calling thread now holds the mutex.
     @inlinable
-    package func tryLock() -> Bool {
-        let attempt = pthread_mutex_trylock(self.mutex)
+    package func tryLock(file: StaticString = #fileID, line: UInt = #line) -> Bool {
+        let attempt = CLibrary.tryLock(self.mutex)
         guard attempt == 0 else {
-            precondition(attempt == EBUSY, "pthread_mutex_trylock failed with error \(attempt)")
+            precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return false
         }
         self.owner.store(currentThreadID(), ordering: .relaxed)
+        #if DEBUG
+        if self.observerSerial != 0, LockOrderChecking.isOn {
+            LockOrderChecker.didAcquire(self.observer, file: file, line: line)
+        }
+        #endif
         return true
     }
 
     /// Releases the mutex, which the calling thread holds.
     @inlinable
     package func unlock() {
+        #if DEBUG
+        let observed = self.observerSerial != 0 && DiagnosticSwitches.flags.load(ordering: .relaxed) != 0
+        if observed {
+            LockOrderChecker.lockWillRelease(self.observerSerial)
+        }
+        #endif
         self.owner.store(0, ordering: .relaxed)
-        let result = pthread_mutex_unlock(self.mutex)
+        let result = CLibrary.unlock(self.mutex)
         precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
+        #if DEBUG
+        if observed {
+            LockOrderChecker.lockDidRelease()
+        }
+        #endif
+    }
+
+    /// The lock's serial number in the lock-order graph; 0 in release builds and for unobserved locks.
+    package var lockOrderSerial: UInt64 {
+        #if DEBUG
+        self.observerSerial
+        #else
+        0
+        #endif
     }
 
     /// Whether the calling thread is the one holding the mutex.
@@ -108,18 +168,20 @@ package struct LockCore: ~Copyable {
 
     /// Whether anyone holds the mutex at this instant: a try-lock probe, released at once if it succeeded.
     package var isLocked: Bool {
-        let attempt = pthread_mutex_trylock(self.mutex)
+        let attempt = CLibrary.tryLock(self.mutex)
         guard attempt == 0 else {
-            precondition(attempt == EBUSY, "pthread_mutex_trylock failed with error \(attempt)")
+            precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return true
         }
-        let result = pthread_mutex_unlock(self.mutex)
+        let result = CLibrary.unlock(self.mutex)
         precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
         return false
     }
 
     /// Releases the mutex while waiting on `condition`, and holds it again on return.
     ///
+    /// The lock-order records keep the lock as held meanwhile: the thread takes it back before it does anything
+    /// else, and that re-acquisition adds no order the first acquisition did not.
     /// - Parameters:
     ///   - condition: The condition to wait on.
     ///   - deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
@@ -131,3 +193,6 @@ package struct LockCore: ~Copyable {
         return condition.wait(releasing: self.mutex, untilUptimeNanoseconds: deadline)
     }
 }
+
+/// The type lock-order reports give a ``LockCore`` made without one: a lock inside ConcurrencyKit.
+enum InternalLock {}

@@ -1,13 +1,3 @@
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#elseif canImport(Darwin)
-import Darwin
-#else
-#error("AtomicPrimitives could not identify your C library.")
-#endif
-
 /// A per-thread stack of small records, each living in the stack frame of the call that pushed it: no allocation.
 ///
 /// The modules above keep in it what a thread is inside of: DispatchKit the queues of nested `sync` calls,
@@ -34,25 +24,22 @@ package final class ThreadFrameStack: Sendable {
         package var isEmpty: Bool { self.top == nil }
     }
 
-    private let key: pthread_key_t
+    private let key: CThreadKey
 
     package init() {
-        var key = pthread_key_t()
-        let result = pthread_key_create(&key, nil)
-        precondition(result == 0, "pthread_key_create failed with error \(result)")
-        self.key = key
+        self.key = CLibrary.makeThreadKey(releasesObject: false)
     }
 
     /// The calling thread's chain, from its top frame down.
     ///
     /// Pass it to ``withChain(_:_:)`` on another thread that works on this thread's behalf.
     package var chain: Chain {
-        Chain(top: pthread_getspecific(self.key))
+        Chain(top: CLibrary.threadValue(self.key))
     }
 
     /// The calling thread's top frame.
     package var topFrame: Frame? {
-        pthread_getspecific(self.key)?.load(as: Frame.self)
+        CLibrary.threadValue(self.key)?.load(as: Frame.self)
     }
 
     /// Whether the calling thread's stack holds a frame with `id` (of any kind).
@@ -90,7 +77,7 @@ package final class ThreadFrameStack: Sendable {
 
     /// Runs `body` with the calling thread's stack replaced by `chain`, taken from a thread that waits meanwhile.
     package func withChain(_ chain: Chain, _ body: () -> Void) {
-        let previous = pthread_getspecific(self.key)
+        let previous = CLibrary.threadValue(self.key)
         // Already this thread's chain: the work runs on the waiting thread itself, as `dispatch_sync` mostly does.
         guard previous != chain.top else { return body() }
         self.set(chain.top)
@@ -99,7 +86,6 @@ package final class ThreadFrameStack: Sendable {
     }
 
     private func set(_ pointer: UnsafeMutableRawPointer?) {
-        let result = pthread_setspecific(self.key, pointer)
-        precondition(result == 0, "pthread_setspecific failed with error \(result)")
+        CLibrary.setThreadValue(self.key, pointer)
     }
 }
