@@ -1,13 +1,5 @@
 import Dispatch
 
-#if canImport(Glibc)
-@preconcurrency import Glibc
-#elseif canImport(Musl)
-@preconcurrency import Musl
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// Warns, once per process, when a block ConcurrencyKit sent to the main queue has not started because nothing
 /// drains the main queue — the most common surprise of Swift on Linux.
 ///
@@ -59,7 +51,7 @@ public enum MainQueueDoctor {
         return MainQueueProbe(
             target: { DispatchQueue.main },
             patience: patience,
-            report: { message in fputs(message + "\n", stderr) }
+            report: { message in CLibrary.writeLineToStandardError(message) }
         )
     }()
 

@@ -117,16 +117,35 @@ public final class GCDGroup: Sendable {
     }
 
     /// Blocks the calling thread until everything in the group has finished.
-    public func wait() {
+    ///
+    /// From inside a Swift concurrency task, use `await wait()`, which suspends instead. In debug builds, a call from
+    /// inside a task is reported once per call site (see `LockOrderChecking`).
+    /// - Parameters:
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
+    public func wait(file: StaticString = #fileID, line: UInt = #line) {
+        BlockingCallCheck.warnIfInsideTask(api: "GCDGroup.wait()", alternative: "await group.wait()", file: file, line: line)
         self.dispatchGroup.wait()
     }
 
     /// Blocks the calling thread until everything in the group has finished, or until `timeout`.
     ///
-    /// - Parameter timeout: The latest time to give up.
+    /// In debug builds, a call from inside a Swift concurrency task is reported once per call site.
+    /// - Parameters:
+    ///   - timeout: The latest time to give up.
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
-    public func wait(timeout: DispatchTime) -> DispatchTimeoutResult {
-        self.dispatchGroup.wait(timeout: timeout)
+    public func wait(timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
+        if timeout != .now() {
+            BlockingCallCheck.warnIfInsideTask(
+                api: "GCDGroup.wait(timeout:)",
+                alternative: "await group.wait()",
+                file: file,
+                line: line
+            )
+        }
+        return self.dispatchGroup.wait(timeout: timeout)
     }
 
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.

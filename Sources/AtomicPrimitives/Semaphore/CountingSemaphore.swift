@@ -84,16 +84,41 @@ public final class CountingSemaphore {
     }
 
     /// Takes a resource, waiting for as long as it takes for one to be free.
-    public func wait() {
+    ///
+    /// It blocks the calling thread: from inside a Swift concurrency task, use `await wait()`, which suspends instead.
+    /// In debug builds, a call from inside a task is reported once per call site (see ``LockOrderChecking``).
+    /// - Parameters:
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
+    public func wait(file: StaticString = #fileID, line: UInt = #line) {
+        BlockingCallCheck.warnIfInsideTask(
+            api: "CountingSemaphore.wait()",
+            alternative: "await semaphore.wait()",
+            file: file,
+            line: line
+        )
         _ = self.wait(untilUptimeNanoseconds: .max)
     }
 
     /// Takes a resource, waiting until `timeout` at the latest.
     ///
-    /// - Parameter timeout: The latest time to give up; `.now()` only takes a resource that is free right away.
+    /// It blocks the calling thread: from inside a Swift concurrency task, use `await wait(timeout:)`, which suspends
+    /// instead. In debug builds, a call from inside a task is reported once per call site.
+    /// - Parameters:
+    ///   - timeout: The latest time to give up; `.now()` only takes a resource that is free right away.
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
-    public func wait(_ timeout: DispatchTime) -> DispatchTimeoutResult {
-        self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
+    public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
+        if timeout != .now() {
+            BlockingCallCheck.warnIfInsideTask(
+                api: "CountingSemaphore.wait(_:)",
+                alternative: "await semaphore.wait(timeout:)",
+                file: file,
+                line: line
+            )
+        }
+        return self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
     }
 
     /// Gives a resource back, waking one waiting thread if there is one.
@@ -104,6 +129,7 @@ public final class CountingSemaphore {
     /// - Precondition: The resource count stays at most `Int.max`.
     @discardableResult
     public func signal() -> Int {
+        chaosPoint(.semaphoreLine)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         guard let waiter = self.line.removeFirst() else {
             defer { self.core.unlock() }
@@ -132,12 +158,25 @@ public final class CountingSemaphore {
 
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
     ///
-    /// - Parameter body: Runs on the calling thread once a resource is taken.
+    /// - Parameters:
+    ///   - body: Runs on the calling thread once a resource is taken.
+    ///   - file: The caller's file, for the report of a blocking call from inside a task (see ``wait(file:line:)``).
+    ///   - line: The caller's line, for that report.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @discardableResult
-    public func perform<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
-        self.wait()
+    public func perform<Result, Failure: Error>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ body: () throws(Failure) -> Result
+    ) throws(Failure) -> Result {
+        BlockingCallCheck.warnIfInsideTask(
+            api: "CountingSemaphore.perform(_:)",
+            alternative: "try await semaphore.withPermit { … }",
+            file: file,
+            line: line
+        )
+        _ = self.wait(untilUptimeNanoseconds: .max)
         defer { self.signal() }
         return try body()
     }
@@ -156,6 +195,7 @@ public final class CountingSemaphore {
     }
 
     private func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {
+        chaosPoint(.semaphoreLine)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
         if self.available > 0 {

@@ -45,10 +45,12 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Parameters:
     ///   - name: The queue's label, shown in debuggers and crash logs.
     ///   - kind: ``Kind/serial`` unless you say otherwise.
-    public init(name: String, kind: Kind = .serial) {
+    ///   - file: Where the queue is made, for the lock-order checker's reports (see `LockOrderChecking`).
+    ///   - line: The line where the queue is made.
+    public init(name: String, kind: Kind = .serial, file: StaticString = #fileID, line: UInt = #line) {
         Self.registerMain()
         let queue = DispatchQueue(label: name, attributes: kind == .concurrent ? .concurrent : [])
-        self.init(queue, marker: .custom(queue, isSerial: kind == .serial))
+        self.init(queue, marker: .custom(queue, isSerial: kind == .serial, file: file, line: line))
     }
 
     /// Two queues are equal when they denote the same underlying queue.
@@ -163,11 +165,17 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Precondition: Not called from an iteration of ``iterate(_:_:)`` onto a serial queue the caller of `iterate` is
     ///   in: the iteration could neither wait for the queue, which waits for it, nor run inside it beside the others.
     @inlinable
-    public func sync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
+    public func sync<Output, Failure: Error>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ block: () throws(Failure) -> Output
+    ) throws(Failure) -> Output {
         // Inlined and specialized in the caller, so that the only generic work, keeping the outcome, is done there;
         // the rest is the non-generic `run(_:)`.
         var outcome: Swift.Result<Output, Failure>?
-        self.run(barrier: false) { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+        self.run(barrier: false, file: file, line: line) {
+            outcome = Swift.Result { () throws(Failure) -> Output in try block() }
+        }
         return try outcome!.get()
     }
 
@@ -183,9 +191,15 @@ public struct GCDQueue: Sendable, Equatable {
     ///   wait for the block that called it. The same holds for the caller of ``iterate(_:_:)`` in an iteration, and
     ///   ``sync(_:)``'s precondition holds too.
     @inlinable
-    public func barrierSync<Output, Failure: Error>(_ block: () throws(Failure) -> Output) throws(Failure) -> Output {
+    public func barrierSync<Output, Failure: Error>(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        _ block: () throws(Failure) -> Output
+    ) throws(Failure) -> Output {
         var outcome: Swift.Result<Output, Failure>?
-        self.run(barrier: true) { outcome = Swift.Result { () throws(Failure) -> Output in try block() } }
+        self.run(barrier: true, file: file, line: line) {
+            outcome = Swift.Result { () throws(Failure) -> Output in try block() }
+        }
         return try outcome!.get()
     }
 
@@ -194,8 +208,11 @@ public struct GCDQueue: Sendable, Equatable {
     ///
     /// With `barrier`, the block runs as a barrier. Traps where running inline would break the queue's rules and
     /// waiting would deadlock: see ``checkInline(_:barrier:)``.
+    ///
+    /// `file` and `line` are the caller's, for the debug-build reports of the lock-order checker and of a `sync` that
+    /// blocks a Swift concurrency task.
     @usableFromInline
-    func run(barrier: Bool, _ work: () -> Void) {
+    func run(barrier: Bool, file: StaticString = #fileID, line: UInt = #line, _ work: () -> Void) {
         let context = self.marker.lookup.innermostID
         let list = self.marker.record.list
         // The common case, a caller in no sync and in no queue or a global one other than this, has nothing to record
@@ -203,14 +220,14 @@ public struct GCDQueue: Sendable, Equatable {
         if list.innermost == nil && context != self.marker.id
             && (context == 0 || QueueMarker.reading(context, \.isGlobal))
         {
-            return self.dispatch(barrier: barrier, work)
+            return self.dispatch(barrier: barrier, file: file, line: line, work)
         }
-        self.run(barrier: barrier, list: list, work)
+        self.run(barrier: barrier, list: list, file: file, line: line, work)
     }
 
     /// ``run(barrier:_:)`` where the record may have a say; `list` is the calling thread's.
     @inline(never)
-    private func run(barrier: Bool, list: SyncRecord.List, _ work: () -> Void) {
+    private func run(barrier: Bool, list: SyncRecord.List, file: StaticString, line: UInt, _ work: () -> Void) {
         let context = self.recordedContext
         let record = self.marker.record
         let place = context == self.marker.id ? .inside : record.place(of: self.marker.id, in: list)
@@ -219,8 +236,8 @@ public struct GCDQueue: Sendable, Equatable {
             return record.entering(self.marker.id, context: context, within: list) { _ in work() }
         }
         self.leaving(context, list) { list in
-            guard list.innermost != nil else { return self.dispatch(barrier: barrier, work) }
-            self.dispatch(barrier: barrier) { record.acting(for: list, work) }
+            guard list.innermost != nil else { return self.dispatch(barrier: barrier, file: file, line: line, work) }
+            self.dispatch(barrier: barrier, file: file, line: line) { record.acting(for: list, work) }
         }
     }
 
@@ -232,9 +249,29 @@ public struct GCDQueue: Sendable, Equatable {
     }
 
     /// Runs `work` on the queue and waits for it, as a barrier or not.
-    private func dispatch(barrier: Bool, _ work: () -> Void) {
-        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: work) }
-        self.dispatchQueue.sync(execute: work)
+    ///
+    /// In debug builds, this is where a `sync` blocks: a call from inside a Swift concurrency task is reported, and a
+    /// serial queue or a barrier joins the lock-order graph as a lock held while `work` runs (on whichever thread runs
+    /// it: main's blocks run on the main thread).
+    private func dispatch(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
+        BlockingCallCheck.warnIfInsideTask(
+            api: "GCDQueue.sync(_:)",
+            alternative: "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`",
+            file: file,
+            line: line
+        )
+        chaosPoint(.queue)
+        guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
+            return self.dispatchQueue.sync(execute: work)
+        }
+        LockOrderChecker.willAcquire(lock, file: file, line: line)
+        let held = {
+            LockOrderChecker.didAcquire(lock, file: file, line: line)
+            defer { LockOrderChecker.didRelease(lock) }
+            work()
+        }
+        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
+        self.dispatchQueue.sync(execute: held)
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,

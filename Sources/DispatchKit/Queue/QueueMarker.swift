@@ -53,7 +53,12 @@ final class QueueMarker: @unchecked Sendable {
     /// For a global queue: the address of its label as Dispatch reports it from inside the queue, or 0.
     private let labelAddress: UInt
 
-    private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool) {
+    /// The queue as a lock, for the lock-order checker: a `sync` onto a serial queue, or a barrier, waits until the
+    /// caller alone holds it. `nil` for the global queues, which nothing holds alone.
+    let lockOrder: LockOrderIdentity?
+
+    private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool, lockOrder: LockOrderIdentity?) {
+        self.lockOrder = lockOrder
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
@@ -72,12 +77,15 @@ final class QueueMarker: @unchecked Sendable {
 
     /// A marker for main or a global queue, which live for the whole process.
     static func standard(_ queue: DispatchQueue, isSerial: Bool) -> QueueMarker {
-        QueueMarker(standard: queue, custom: nil, isSerial: isSerial).installed(on: queue)
+        let lockOrder = isSerial ? LockOrderIdentity(name: "GCDQueue.main", type: GCDQueue.self) : nil
+        return QueueMarker(standard: queue, custom: nil, isSerial: isSerial, lockOrder: lockOrder).installed(on: queue)
     }
 
-    /// A marker for a queue made by DispatchKit, held weakly.
-    static func custom(_ queue: DispatchQueue, isSerial: Bool) -> QueueMarker {
-        QueueMarker(standard: nil, custom: queue, isSerial: isSerial).installed(on: queue)
+    /// A marker for a queue made by DispatchKit, held weakly; `file` and `line` are where the queue was made.
+    static func custom(_ queue: DispatchQueue, isSerial: Bool, file: StaticString, line: UInt) -> QueueMarker {
+        let name = "GCDQueue '\(queue.label)'"
+        let lockOrder = LockOrderIdentity(name: name, type: GCDQueue.self, file: file, line: line)
+        return QueueMarker(standard: nil, custom: queue, isSerial: isSerial, lockOrder: lockOrder).installed(on: queue)
     }
 
     private func installed(on queue: DispatchQueue) -> QueueMarker {
