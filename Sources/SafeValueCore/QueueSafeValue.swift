@@ -42,7 +42,7 @@ public final class QueueSafeValue<Value> {
     }
 
     deinit {
-        self.storage.engine.holderReleased()
+        self.storage.holderReleased()
     }
 
     /// How many commands wait for the value now; for tests that need to know commands are queued.
