@@ -264,13 +264,16 @@ struct QueueSafeValueReleaseTests {
         let queue = TaggedQueue("test.release.pending")
         let hold = ValueHold(holder!, on: queue.queue)
         #expect(hold.isHolding())
-        let command = holder!.async(performIn: queue.queue).lowestPriority
+        // No command object is kept: the last pending job is the last thing that refers to the value.
         let seenAlive = AtomicBox<[Int]>([])
         for _ in 0..<3 {
-            command.set(accessClosure: { _ in seenAlive.mutate { $0.append(census.alive) } })
+            holder!.async(performIn: queue.queue).lowestPriority.set(accessClosure: { _ in
+                seenAlive.mutate { $0.append(census.alive) }
+            })
         }
-        let suspendCommand = holder!.suspend.highestPriority
-        let suspended = Task { await suspendCommand.map { _ in census.alive } }
+        let suspended = Task { [command = holder!.suspend.highestPriority] in
+            await command.map { _ in census.alive }
+        }
         #expect(await suspendUntil { holder!.waitingCommandCount == 4 })
         holder = nil
         #expect(census.alive == 1, "a pending command lost its value")

@@ -18,8 +18,9 @@ final class TurnEngine: @unchecked Sendable {
         case job(DispatchQueue, @Sendable () -> Waiter?)
         /// A suspended `suspend` command: resumed with ``Acquisition/acquired``.
         case task(UnsafeContinuation<Acquisition, Never>)
-        /// Nobody: the holder is gone and no command is left, so the value is destroyed.
-        case retire(TurnEngine)
+        /// Nobody: the holder is gone and no command is left, so the value is destroyed. Holds the value's owner, so
+        /// that it lives until it has destroyed the value, whoever let go of it last.
+        case retire(any ValueOwner)
 
         @usableFromInline
         func grant() {
@@ -30,7 +31,7 @@ final class TurnEngine: @unchecked Sendable {
                 queue.async { TurnEngine.runJobs(job, on: queue) }
                 MainQueueDoctor.noteSend(to: queue)
             case .task(let continuation): continuation.resume(returning: .acquired)
-            case .retire(let engine): engine.destroyValue()
+            case .retire(let owner): owner.destroyValue()
             }
         }
     }
@@ -76,22 +77,26 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     let holderIsAlive = Atomic<Bool>(true)
 
-    // Safety: written once, by the storage's initializer, before the engine is shared.
-    private var valueDestroyer: () -> Void = {}
+    /// What holds the value and destroys it once the turn is ``retired``.
+    @usableFromInline
+    protocol ValueOwner: AnyObject {
+        /// Destroys the value: called once, by whoever retired the turn, outside the lock.
+        func destroyValue()
+    }
+
+    // Safety: written once, by the owner's initializer, before the engine is shared. Unowned, since the owner owns
+    // the engine; whoever calls `release()` or `holderReleased()` keeps the owner alive for the call, and the waiter
+    // that `handOver()` returns to destroy the value holds it strongly.
+    private unowned(unsafe) var owner: (any ValueOwner)?
 
     @usableFromInline
     init() {}
 
-    /// Gives the engine the way to destroy its value once the holder is gone and no command runs on it.
+    /// Tells the engine who holds its value.
     ///
     /// Call once, before any command: ``ValueStorage`` does in its initializer.
-    func destroysValue(with destroy: @escaping () -> Void) {
-        self.valueDestroyer = destroy
-    }
-
-    /// Destroys the value: called once the turn is ``retired``, by whoever retired it, outside the lock.
-    private func destroyValue() {
-        self.valueDestroyer()
+    func ownValue(by owner: any ValueOwner) {
+        self.owner = owner
     }
 
     /// How many commands wait for the turn now.
@@ -285,7 +290,7 @@ final class TurnEngine: @unchecked Sendable {
                 return nil
             }
             self.turn.store(Self.retired, ordering: .releasing)
-            return .retire(self)
+            return self.owner.map(Waiter.retire)
         }
     }
 

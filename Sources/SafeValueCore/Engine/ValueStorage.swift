@@ -7,7 +7,7 @@
 /// The value lives as long as its holder, or as long as a command issued before the holder's release still runs or
 /// waits: then the engine retires the turn and the value is destroyed. A kept command object keeps only this husk.
 @usableFromInline
-final class ValueStorage<Value>: @unchecked Sendable {
+final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
     // Safety: `value` is only touched by the holder of `engine`'s turn, or by whoever retired the turn.
     @usableFromInline
     let engine = TurnEngine()
@@ -22,8 +22,13 @@ final class ValueStorage<Value>: @unchecked Sendable {
     @usableFromInline
     init(_ value: Value) {
         self.value = value
-        // Unowned: the engine calls this only from a release or from the holder's deinit, and both keep the storage.
-        self.engine.destroysValue { [unowned(unsafe) self] in self.value = nil }
+        self.engine.ownValue(by: self)
+    }
+
+    /// Destroys the value, once the turn is retired: no command can touch it any more.
+    @usableFromInline
+    func destroyValue() {
+        self.value = nil
     }
 
     /// This storage, or `nil` once its holder was released.
