@@ -28,7 +28,16 @@ struct QueueSafeValueOrderProbeTests {
     static let rounds = 600
     /// How long A looks for B's command in the queue before it lets go anyway: far longer than queueing takes, far
     /// shorter than the time a command that watches the turn word before queueing used to watch.
-    static let looking: UInt64 = 3_000
+    ///
+    /// Measured in looks at the queue, each of which takes the engine's lock as queueing does, so that the budget
+    /// scales with the build (a debug build, ThreadSanitizer) and the machine: 16 looks, about 2 µs in a debug build.
+    static let looking: UInt64 = {
+        let value = QueueSafeValue(value: ProbeHistory())
+        let looks = 1_000
+        let start = DispatchTime.now().uptimeNanoseconds
+        for _ in 0..<looks where value.waitingCommandCount > 0 {}
+        return max(1_000, (DispatchTime.now().uptimeNanoseconds - start) * 16 / UInt64(looks))
+    }()
 
     @Test(
         "the releasing thread's next lowest-priority wait never overtakes a pending wait of the same or higher priority",
