@@ -61,7 +61,8 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline static let held = 1
     /// A command holds the turn, and either commands may wait in `pending` or the holder is gone.
     @usableFromInline static let contended = 2
-    /// The holder is gone and the value destroyed: the turn is nobody's, for ever, and every command fails.
+    /// The holder is gone and no command runs or waits: whoever retired the turn destroys the value, the turn is
+    /// nobody's for ever, and every command fails.
     @usableFromInline static let retired = 3
 
     // Safety: `pending` and `nextWaiterID` are only touched while `lock` is held.
