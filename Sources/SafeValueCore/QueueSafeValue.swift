@@ -28,8 +28,12 @@ import Dispatch
 /// commands run in the order they were issued. A command's closure is a critical section: no other command of the
 /// same value runs until it ends. See <doc:SchedulesAndPriorities>.
 ///
-/// > Warning: Schedule and command objects do not keep the holder alive. Keep the `QueueSafeValue` itself: a
-/// > command issued through an object whose holder is gone fails with ``QueueSafeValueError/valueContainerDeinited``.
+/// > Warning: Schedule and command objects keep neither the holder nor its value alive. Keep the `QueueSafeValue`
+/// > itself: a command issued through an object whose holder is gone fails with
+/// > ``QueueSafeValueError/valueContainerDeinited``.
+///
+/// When the holder is released, the value is destroyed as soon as no command runs on it: commands issued before
+/// still run and complete, and the value dies as the last of them ends.
 ///
 /// The holder is `Sendable` when its value is. The `async` and `suspend` schedules need a `Sendable` value, since its
 /// copies cross threads.
@@ -45,7 +49,7 @@ public final class QueueSafeValue<Value> {
     }
 
     deinit {
-        self.storage.engine.holderReleased()
+        self.storage.holderReleased()
     }
 
     /// How many commands wait for the value now; for tests that need to know commands are queued.

@@ -2,7 +2,7 @@
 public enum QueueSafeValueError: Error, Equatable, Sendable {
     /// The command was issued after the value's holder was released.
     ///
-    /// Schedule and command objects do not keep the holder alive: keep the ``QueueSafeValue`` itself.
+    /// Schedule and command objects keep neither the holder nor its value alive: keep the ``QueueSafeValue`` itself.
     case valueContainerDeinited
     /// A `nil` closure was passed where the command needs one.
     case commandClosureDeallocated

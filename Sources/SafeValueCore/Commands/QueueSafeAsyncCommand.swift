@@ -107,7 +107,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
         guard let storage = self.storage.ifHolderAlive else {
             return self.fail(.valueContainerDeinited, completion)
         }
-        storage.engine.submit(self.priority, on: self.queue) {
+        let submitted = storage.engine.submit(self.priority, on: self.queue) {
             storage.engine.tookTurnOver()
             let result = storage.runClosure { value -> Value in
                 access(&value)
@@ -120,6 +120,7 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
             storage.engine.runCompletion { completion(.success(result)) }
             return nil
         }
+        if !submitted { self.fail(.valueContainerDeinited, completion) }
     }
 
     @inlinable
@@ -133,10 +134,10 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
             return queue.async { failure(.valueContainerDeinited) }
         }
         let queue = self.queue
-        storage.engine.submit(self.priority, on: queue) {
+        let submitted = storage.engine.submit(self.priority, on: queue) {
             storage.engine.tookTurnOver()
             let latch = CompletionLatch {
-                let result = storage.value
+                let result = storage.current
                 // The completion goes onto the queue before the value is released: a command issued after the
                 // release, from any thread, then queues its own job behind it, so completions keep command order.
                 if let completion {
@@ -148,5 +149,6 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
             latch.closureReturned()
             return nil  // the latch hands the turn over
         }
+        if !submitted { queue.async { failure(.valueContainerDeinited) } }
     }
 }

@@ -86,7 +86,11 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
         if Task.isCancelled { return .failure(.cancelled) }
         // A free value is taken here, inline, without a call to an async function; the rest waits out of line.
         if !engine.tryAcquire() {
-            guard await engine.acquireSuspending(self.priority) else { return .failure(.cancelled) }
+            switch await engine.acquireSuspending(self.priority) {
+            case .acquired: break
+            case .cancelled: return .failure(.cancelled)
+            case .valueDestroyed: return .failure(.valueContainerDeinited)
+            }
         }
         defer { engine.release()?.grant() }
         return .success(self.storage.runClosure(body))

@@ -136,7 +136,7 @@ public struct QueueSafeWaitCommand<Value> {
     func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
         if let refusal = self.refusal { return .failure(refusal) }
         let engine = self.storage.engine
-        engine.acquireBlocking(self.priority)
+        guard engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
         defer { engine.release()?.grant() }
         return .success(self.storage.runClosure(body))
     }
@@ -157,14 +157,14 @@ public struct QueueSafeWaitCommand<Value> {
     ) -> Result<Value, QueueSafeValueError> {
         if let refusal = self.refusal { return .failure(refusal) }
         let storage = self.storage
-        storage.engine.acquireBlocking(self.priority)
+        guard storage.engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
         defer { storage.engine.release()?.grant() }
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
         latch.closureReturned()
         ended.wait()
-        return .success(storage.value)
+        return .success(storage.current)
     }
 }
 

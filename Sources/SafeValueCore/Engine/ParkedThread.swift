@@ -7,7 +7,7 @@ import Synchronization
 /// turns on one value would pay one per command. Watching first lets a command that is granted soon (the usual
 /// case: the holder's closure is short) go on without ever sleeping.
 @usableFromInline
-final class ParkedThread: Sendable {
+final class ParkedThread: @unchecked Sendable {
     private static let watching = 0
     private static let granted = 1
     private static let sleeping = 2
@@ -19,7 +19,10 @@ final class ParkedThread: Sendable {
     private static let yields = 64
 
     private let state = Atomic<Int>(ParkedThread.watching)
-    private let wakeUp = CountingSemaphore(.barrier)
+    // Safety: written by the waiting thread before it publishes `sleeping` (releasing); read by the granting thread
+    // only after it has seen `sleeping` (acquiring). Made only by a waiter that goes to sleep, so that a grant that
+    // comes while the waiter watches, the usual case, costs no semaphore.
+    private var wakeUp: CountingSemaphore?
 
     init() {}
 
@@ -32,18 +35,20 @@ final class ParkedThread: Sendable {
             yieldProcessor()
             if self.state.load(ordering: .acquiring) == Self.granted { return }
         }
+        let wakeUp = CountingSemaphore(.barrier)
+        self.wakeUp = wakeUp
         let slept = self.state.compareExchange(
             expected: Self.watching,
             desired: Self.sleeping,
             ordering: .acquiringAndReleasing
         )
-        if slept.exchanged { self.wakeUp.wait() }
+        if slept.exchanged { wakeUp.wait() }
     }
 
     /// Gives the turn to the waiting thread, waking it if it sleeps.
     func grant() {
         if self.state.exchange(Self.granted, ordering: .acquiringAndReleasing) == Self.sleeping {
-            self.wakeUp.signal()
+            self.wakeUp?.signal()
         }
     }
 }

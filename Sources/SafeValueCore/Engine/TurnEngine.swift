@@ -16,8 +16,11 @@ final class TurnEngine: @unchecked Sendable {
         /// An `async` command: its job is sent to its queue. A job runs the command and returns the waiter that now
         /// holds the turn, for ``TurnEngine/runJobs(_:on:)`` to continue with.
         case job(DispatchQueue, @Sendable () -> Waiter?)
-        /// A suspended `suspend` command: resumed with `true`.
-        case task(UnsafeContinuation<Bool, Never>)
+        /// A suspended `suspend` command: resumed with ``Acquisition/acquired``.
+        case task(UnsafeContinuation<Acquisition, Never>)
+        /// Nobody: the holder is gone and no command is left, so the value is destroyed. Holds the value's owner, so
+        /// that it lives until it has destroyed the value, whoever let go of it last.
+        case retire(any ValueOwner)
 
         @usableFromInline
         func grant() {
@@ -27,21 +30,40 @@ final class TurnEngine: @unchecked Sendable {
             case .job(let queue, let job):
                 queue.async { TurnEngine.runJobs(job, on: queue) }
                 MainQueueDoctor.noteSend(to: queue)
-            case .task(let continuation): continuation.resume(returning: true)
+            case .task(let continuation): continuation.resume(returning: .acquired)
+            case .retire(let owner): owner.destroyValue()
             }
         }
     }
 
-    /// The turn, in one word: ``free``, ``held``, or ``contended`` (held, and commands may wait in `pending`).
+    /// How a `suspend` command's wait for the turn ended.
+    @usableFromInline
+    enum Acquisition: Sendable {
+        /// It holds the turn.
+        case acquired
+        /// Its task was cancelled first; it does not hold the turn.
+        case cancelled
+        /// The holder was released and the value destroyed first; it does not hold the turn.
+        case valueDestroyed
+    }
+
+    /// The turn, in one word: ``free``, ``held``, ``contended``, or ``retired``.
     ///
     /// A command on a free value takes the turn with one compare-and-exchange and gives it back with another; the
-    /// lock and the queues are used only once somebody has to wait, as in a futex-based mutex.
+    /// lock and the queues are used only once somebody has to wait, as in a futex-based mutex. `contended` sends the
+    /// release to the lock, to hand the turn to the next command in `pending` or to destroy the value.
     @usableFromInline
     let turn = Atomic<Int>(TurnEngine.free)
 
+    /// Nobody holds the turn and nobody waits.
     @usableFromInline static let free = 0
+    /// A command holds the turn, nobody waits, and the holder lives: the release can just free it.
     @usableFromInline static let held = 1
+    /// A command holds the turn, and either commands may wait in `pending` or the holder is gone.
     @usableFromInline static let contended = 2
+    /// The holder is gone and no command runs or waits: whoever retired the turn destroys the value, the turn is
+    /// nobody's for ever, and every command fails.
+    @usableFromInline static let retired = 3
 
     // Safety: `pending` and `nextWaiterID` are only touched while `lock` is held.
     private let lock = MutexLock()
@@ -56,8 +78,27 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     let holderIsAlive = Atomic<Bool>(true)
 
+    /// What holds the value and destroys it once the turn is ``retired``.
+    @usableFromInline
+    protocol ValueOwner: AnyObject {
+        /// Destroys the value: called once, by whoever retired the turn, outside the lock.
+        func destroyValue()
+    }
+
+    // Safety: written once, by the owner's initializer, before the engine is shared. Unowned, since the owner owns
+    // the engine; whoever calls `release()` or `holderReleased()` keeps the owner alive for the call, and the waiter
+    // that `handOver()` returns to destroy the value holds it strongly.
+    private unowned(unsafe) var owner: (any ValueOwner)?
+
     @usableFromInline
     init() {}
+
+    /// Tells the engine who holds its value.
+    ///
+    /// Call once, before any command: ``ValueStorage`` does in its initializer.
+    func ownValue(by owner: any ValueOwner) {
+        self.owner = owner
+    }
 
     /// How many commands wait for the turn now.
     var waitingCount: Int {
@@ -72,77 +113,92 @@ final class TurnEngine: @unchecked Sendable {
         self.turn.compareExchange(expected: Self.free, desired: Self.held, ordering: .acquiring).exchanged
     }
 
+    /// What a command that came to the lock can do.
+    private enum Claim {
+        /// It holds the turn now.
+        case taken
+        /// It must queue (the turn is marked contended, so that its release looks at `pending`).
+        case mustQueue
+        /// The value is destroyed: it fails.
+        case retired
+    }
+
     /// Under the lock: takes the turn if it is free, or marks it contended so that its release looks at `pending`.
-    ///
-    /// - Returns: `true` if the caller now holds the turn; `false` if it must queue (still under the lock).
-    private func acquireOrMarkContended() -> Bool {
+    private func claimOrMarkContended() -> Claim {
         while true {
             switch self.turn.load(ordering: .relaxed) {
             case Self.free:
-                if self.tryAcquire() { return true }
+                if self.tryAcquire() { return .taken }
             case Self.held:
                 let marked = self.turn.compareExchange(
                     expected: Self.held,
                     desired: Self.contended,
                     ordering: .relaxed
                 )
-                if marked.exchanged { return false }
+                if marked.exchanged { return .mustQueue }
+            case Self.contended:
+                return .mustQueue
             default:
-                return false
+                return .retired
             }
         }
     }
 
-    /// Queues `waiter` unless the turn can be taken at once; call with the lock held.
-    private func acquireOrEnqueue(_ waiter: @autoclosure () -> Waiter, priority: CommandPriority) -> Bool {
-        guard !self.acquireOrMarkContended() else { return true }
-        self.nextWaiterID &+= 1
-        self.pending.enqueue(waiter(), id: self.nextWaiterID, priority: priority)
-        return false
+    /// Queues `waiter` unless the turn can be taken at once or the value is destroyed; call with the lock held.
+    private func claimOrEnqueue(_ waiter: @autoclosure () -> Waiter, priority: CommandPriority) -> Claim {
+        let claim = self.claimOrMarkContended()
+        if case .mustQueue = claim {
+            self.nextWaiterID &+= 1
+            self.pending.enqueue(waiter(), id: self.nextWaiterID, priority: priority)
+        }
+        return claim
     }
 
     /// Blocks the calling thread until it holds the turn.
+    ///
+    /// - Returns: `false` if the value was destroyed first (its holder is gone): the caller does not hold the turn.
     @inlinable
-    func acquireBlocking(_ priority: CommandPriority) {
-        if !self.tryAcquire() { self.acquireBlockingSlowly(priority) }
+    func acquireBlocking(_ priority: CommandPriority) -> Bool {
+        self.tryAcquire() || self.acquireBlockingSlowly(priority)
     }
 
-    /// The turn is taken: waits for it, first by watching for it to come free while nobody is queued, then in the
-    /// queue.
+    /// The turn is taken: queues at once, behind every pending command that comes before this one, and waits there
+    /// for the turn to be handed over.
     ///
-    /// Taking a turn that comes free while no command is queued keeps the contract — every queued command still runs
-    /// in its order — and saves two threads that take turns a wake-up per command, as an adaptive mutex does.
+    /// A command that finds the turn taken never takes it by watching the turn word: it would be pending, yet
+    /// invisible to the queue, and could overtake commands that were queued before it. The waiting thread watches its
+    /// own grant for a while before it sleeps (``ParkedThread``), so that two threads taking turns do not wake each
+    /// other for every command.
     @usableFromInline
-    func acquireBlockingSlowly(_ priority: CommandPriority) {
-        watching: for _ in 0..<Self.looksBeforeQueueing {
-            switch self.turn.load(ordering: .relaxed) {
-            case Self.free: if self.tryAcquire() { return }
-            case Self.held: continue
-            default: break watching  // commands are queued: join them
-            }
-        }
+    func acquireBlockingSlowly(_ priority: CommandPriority) -> Bool {
         let thread = ParkedThread()
-        let acquired = self.lock.withLock { self.acquireOrEnqueue(.thread(thread), priority: priority) }
-        if !acquired {
+        switch self.lock.withLock({ self.claimOrEnqueue(.thread(thread), priority: priority) }) {
+        case .taken:
+            return true
+        case .retired:
+            return false
+        case .mustQueue:
             thread.waitForGrant()
             self.tookTurnOver()
+            return true
         }
     }
-
-    /// How many times a blocking command looks for a free turn before it queues: a few microseconds.
-    ///
-    /// That is longer than most command closures run. With 200 looks, two threads taking turns queued more often: 925
-    /// ns a command against 673 with 2,000, measured before the retain traffic was removed.
-    private static let looksBeforeQueueing = 2000
 
     /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
     ///
     /// Never blocks.
+    /// - Returns: `false` if the value was destroyed first (its holder is gone): the job will never run.
     @usableFromInline
-    func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> Waiter?) {
-        let acquired =
-            self.tryAcquire() || self.lock.withLock { self.acquireOrEnqueue(.job(queue, job), priority: priority) }
-        if acquired { Waiter.job(queue, job).grant() }
+    func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> Waiter?) -> Bool {
+        if !self.tryAcquire() {
+            switch self.lock.withLock({ self.claimOrEnqueue(.job(queue, job), priority: priority) }) {
+            case .taken: break
+            case .mustQueue: return true
+            case .retired: return false
+            }
+        }
+        Waiter.job(queue, job).grant()
+        return true
     }
 
     /// Runs `job` on `queue`, then every job the turn passes to next that belongs on the same queue, inline.
@@ -163,32 +219,36 @@ final class TurnEngine: @unchecked Sendable {
 
     /// Suspends the calling task until it holds the turn, without blocking a thread.
     ///
-    /// - Returns: `false` if the task was cancelled before it got the turn; it then does not hold it.
+    /// - Returns: ``Acquisition/acquired`` once it holds the turn, or why it gave up without it.
     @usableFromInline
-    func acquireSuspending(_ priority: CommandPriority) async -> Bool {
-        if Task.isCancelled { return false }
-        if self.tryAcquire() { return true }
+    func acquireSuspending(_ priority: CommandPriority) async -> Acquisition {
+        if Task.isCancelled { return .cancelled }
+        if self.tryAcquire() { return .acquired }
         let id = self.lock.withLock { () -> UInt64 in
             self.nextWaiterID &+= 1
             return self.nextWaiterID
         }
-        let acquired = await withTaskCancellationHandler {
-            await withUnsafeContinuation { (continuation: UnsafeContinuation<Bool, Never>) in
-                let immediate = self.lock.withLock { () -> Bool? in
-                    if self.acquireOrMarkContended() { return true }
-                    if Task.isCancelled { return false }
-                    self.pending.enqueue(.task(continuation), id: id, priority: priority)
-                    return nil
+        let acquisition = await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Acquisition, Never>) in
+                let immediate = self.lock.withLock { () -> Acquisition? in
+                    switch self.claimOrMarkContended() {
+                    case .taken: return .acquired
+                    case .retired: return .valueDestroyed
+                    case .mustQueue:
+                        if Task.isCancelled { return .cancelled }
+                        self.pending.enqueue(.task(continuation), id: id, priority: priority)
+                        return nil
+                    }
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
             if case .task(let continuation)? = self.lock.withLock({ self.pending.remove(id: id) }) {
-                continuation.resume(returning: false)
+                continuation.resume(returning: .cancelled)
             }
         }
-        if acquired { self.tookTurnOver() }
-        return acquired
+        if case .acquired = acquisition { self.tookTurnOver() }
+        return acquisition
     }
 
     // MARK: Giving the turn back
@@ -196,9 +256,12 @@ final class TurnEngine: @unchecked Sendable {
     /// Ends the caller's turn and returns the waiter that now holds it, which the caller must wake with
     /// ``Waiter/grant()``.
     ///
-    /// The one way to give the turn back. Whatever must come before the next holder's work — an `async` command's
-    /// completion sent to its queue — is done before calling this, on both paths: once the turn is free, a command
-    /// issued on another thread may take it at once and send its own job ahead.
+    /// The one way to give the turn back. Once it returns, a command issued on another thread may take the turn at
+    /// once and send its own job to the queue. So whatever must come before the next holder's work is either done
+    /// before calling this (a manual-completion command sends its completion to the queue first) or runs in the
+    /// caller's own block on the queue, before that block returns (an `async` command's completion, run inline right
+    /// after the release, ahead of any job sent to the same serial queue). When the holder is gone and nobody waits,
+    /// the waiter returned is ``Waiter/retire(_:)``: granting it destroys the value.
     @inlinable
     func release() -> Waiter? {
         if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
@@ -207,7 +270,8 @@ final class TurnEngine: @unchecked Sendable {
         return self.handOver()
     }
 
-    /// The contended release: picks the next holder under the lock, or frees the turn if every waiter has gone.
+    /// The contended release: picks the next holder under the lock; if nobody waits, frees the turn, or retires it
+    /// when the holder is gone.
     ///
     /// The turn word is written with release ordering on every path, and every new holder reads it with acquire
     /// ordering (``tookTurnOver()``), so each hand-over is a happens-before edge that ThreadSanitizer sees and weak
@@ -215,10 +279,19 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     func handOver() -> Waiter? {
         self.lock.withLock {
-            let next = self.pending.popNext()
-            let word = next == nil ? Self.free : (self.pending.count == 0 ? Self.held : Self.contended)
-            self.turn.store(word, ordering: .releasing)
-            return next
+            if let next = self.pending.popNext() {
+                let stillAlive = self.holderIsAlive.load(ordering: .relaxed)
+                // Stays contended while the holder is gone, so that the last release retires the turn.
+                let word = self.pending.count == 0 && stillAlive ? Self.held : Self.contended
+                self.turn.store(word, ordering: .releasing)
+                return next
+            }
+            if self.holderIsAlive.load(ordering: .relaxed) {
+                self.turn.store(Self.free, ordering: .releasing)
+                return nil
+            }
+            self.turn.store(Self.retired, ordering: .releasing)
+            return self.owner.map(Waiter.retire)
         }
     }
 
@@ -230,9 +303,38 @@ final class TurnEngine: @unchecked Sendable {
 
     // MARK: The holder
 
-    /// Records that the holder was released; commands issued from now on fail.
-    func holderReleased() {
-        self.holderIsAlive.store(false, ordering: .releasing)
+    /// Records that the holder was released: commands issued from now on fail, and the value is destroyed as soon
+    /// as no command holds the turn and none waits.
+    ///
+    /// - Returns: `true` if that is now: the turn was free and is retired, and the caller must destroy the value
+    ///   (outside the lock, since its `deinit` is the user's code). `false` if a command holds the turn: the last
+    ///   release retires it and destroys the value.
+    func holderReleased() -> Bool {
+        self.lock.withLock {
+            self.holderIsAlive.store(false, ordering: .releasing)
+            while true {
+                switch self.turn.load(ordering: .relaxed) {
+                case Self.free:
+                    // Acquiring: the destruction comes after the last command's writes.
+                    let retired = self.turn.compareExchange(
+                        expected: Self.free,
+                        desired: Self.retired,
+                        ordering: .acquiring
+                    )
+                    if retired.exchanged { return true }
+                case Self.held:
+                    // Sends the release to the lock, where `handOver()` sees that the holder is gone.
+                    let marked = self.turn.compareExchange(
+                        expected: Self.held,
+                        desired: Self.contended,
+                        ordering: .relaxed
+                    )
+                    if marked.exchanged { return false }
+                default:
+                    return false  // contended: the release comes to the lock anyway
+                }
+            }
+        }
     }
 
     /// Whether the holder still exists.

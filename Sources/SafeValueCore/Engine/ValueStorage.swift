@@ -1,22 +1,34 @@
-/// The value and its ``TurnEngine``: what pending commands keep alive after the holder is gone.
+/// The value and its ``TurnEngine``: what command objects and pending commands refer to.
 ///
 /// Whoever holds the turn may read and write `value` without the lock: every hand-over writes the turn word with
 /// release ordering and every new holder reads it with acquire ordering (``TurnEngine/tookTurnOver()``), so each
 /// holder sees the writes of the one before, and ThreadSanitizer sees that it does.
+///
+/// The value lives as long as its holder, or as long as a command issued before the holder's release still runs or
+/// waits: then the engine retires the turn and the value is destroyed. A kept command object keeps only this husk.
 @usableFromInline
-final class ValueStorage<Value>: @unchecked Sendable {
-    // Safety: `value` is only touched by the holder of `engine`'s turn.
+final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
+    // Safety: `value` is only touched by the holder of `engine`'s turn, or by whoever retired the turn.
     @usableFromInline
     let engine = TurnEngine()
 
-    // The turn, not a runtime check, keeps accesses exclusive; a nested command fails before it touches the value.
+    /// The value; `nil` once destroyed, after which the turn is retired and no command can touch it.
+    ///
+    /// The turn, not a runtime check, keeps accesses exclusive; a nested command fails before it touches the value.
     @usableFromInline
     @exclusivity(unchecked)
-    var value: Value
+    var value: Value?
 
     @usableFromInline
     init(_ value: Value) {
         self.value = value
+        self.engine.ownValue(by: self)
+    }
+
+    /// Destroys the value, once the turn is retired: no command can touch it any more.
+    @usableFromInline
+    func destroyValue() {
+        self.value = nil
     }
 
     /// This storage, or `nil` once its holder was released.
@@ -25,11 +37,22 @@ final class ValueStorage<Value>: @unchecked Sendable {
         self.engine.isHolderAlive ? self : nil
     }
 
+    /// The value, for the holder of the turn.
+    @inlinable
+    var current: Value {
+        self.value.unsafelyUnwrapped
+    }
+
     /// Runs a command closure on the value, recording the thread so that a nested `wait` fails fast.
     @inlinable
     func runClosure<Result>(_ body: (inout Value) -> Result) -> Result {
         let previous = self.engine.closureStarted()
         defer { self.engine.closureEnded(previous) }
-        return body(&self.value)
+        return body(&self.value!)
+    }
+
+    /// Records that the holder was released; destroys the value now if no command holds the turn.
+    func holderReleased() {
+        if self.engine.holderReleased() { self.value = nil }
     }
 }
