@@ -24,8 +24,10 @@ public final class QueueSafeAsyncedValue<Value: Sendable>: Sendable {
     /// - Parameters:
     ///   - value: The initial value.
     ///   - queue: Where every command's closures and completions run.
-    public init(value: Value, queue: DispatchQueue) {
-        self.base = QueueSafeValue(value: value)
+    ///   - file: Where the value is made, for the lock-order checker's reports.
+    ///   - line: The line where the value is made.
+    public init(value: Value, queue: DispatchQueue, file: StaticString = #fileID, line: UInt = #line) {
+        self.base = QueueSafeValue(value: value, file: file, line: line)
         self.queue = queue
     }
 

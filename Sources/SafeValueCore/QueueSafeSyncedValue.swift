@@ -15,9 +15,12 @@ public final class QueueSafeSyncedValue<Value> {
 
     /// Creates a holder for `value`.
     ///
-    /// - Parameter value: The initial value.
-    public init(value: Value) {
-        self.base = QueueSafeValue(value: value)
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - file: Where the value is made, for the lock-order checker's reports.
+    ///   - line: The line where the value is made.
+    public init(value: Value, file: StaticString = #fileID, line: UInt = #line) {
+        self.base = QueueSafeValue(value: value, file: file, line: line)
     }
 
     /// `wait` commands that run after every pending highest-priority command.

@@ -43,9 +43,13 @@ public final class QueueSafeValue<Value> {
 
     /// Creates a holder for `value`.
     ///
-    /// - Parameter value: The initial value.
-    public init(value: Value) {
-        self.storage = ValueStorage(value)
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - file: Where the value is made, for the lock-order checker's reports (see `LockOrderChecking`): a `wait`
+    ///     command holds the value as a lock.
+    ///   - line: The line where the value is made.
+    public init(value: Value, file: StaticString = #fileID, line: UInt = #line) {
+        self.storage = ValueStorage(value, file: file, line: line)
     }
 
     deinit {

@@ -121,6 +121,13 @@ public final class CountingSemaphore {
         return self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
     }
 
+    /// Takes a resource as ``wait(file:line:)`` does, without the debug-build report of a call from inside a task: for
+    /// the package's own blocking commands, which report at their caller's site.
+    @usableFromInline
+    package func waitUnreported() {
+        _ = self.wait(untilUptimeNanoseconds: .max)
+    }
+
     /// Gives a resource back, waking one waiting thread if there is one.
     ///
     /// Signals beyond the starting count add resources, as with `DispatchSemaphore`.

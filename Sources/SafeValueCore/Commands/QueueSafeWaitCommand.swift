@@ -20,8 +20,8 @@ public struct QueueSafeWaitCommand<Value> {
     ///
     /// - Returns: A copy of the value, or why the command did not run.
     @inlinable
-    public func get() -> Result<Value, QueueSafeValueError> {
-        self.perform { $0 }
+    public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
+        self.perform(file: file, line: line) { $0 }
     }
 
     /// Runs `completion` with the value while holding it.
@@ -29,9 +29,13 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Parameter completion: Runs on the calling thread, inside the command's critical section, with the value or
     ///   why the command did not run. `nil` does nothing.
     @inlinable
-    public func get(completion: ((Result<Value, QueueSafeValueError>) -> Void)?) {
+    public func get(
+        completion: ((Result<Value, QueueSafeValueError>) -> Void)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
         guard let completion else { return }
-        let result = self.perform { value in completion(.success(value)) }
+        let result = self.perform(file: file, line: line) { value in completion(.success(value)) }
         if case .failure(let error) = result {
             completion(.failure(error))
         }
@@ -46,10 +50,14 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Parameter manualCompletion: Runs on the calling thread. `nil` does nothing.
     @inlinable
     public func get(
-        manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?
+        manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) {
         guard let manualCompletion else { return }
-        let result = self.performManually { value, done in manualCompletion(.success(value), done) }
+        let result = self.performManually(file: file, line: line) { value, done in
+            manualCompletion(.success(value), done)
+        }
         if case .failure(let error) = result {
             manualCompletion(.failure(error), {})
         }
@@ -61,8 +69,12 @@ public struct QueueSafeWaitCommand<Value> {
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
     @inlinable
-    public func set(newValue: Value) -> Result<Value, QueueSafeValueError> {
-        self.perform { value in
+    public func set(
+        newValue: Value,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Result<Value, QueueSafeValueError> {
+        self.perform(file: file, line: line) { value in
             value = newValue
             return value
         }
@@ -76,8 +88,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @discardableResult
     @inlinable
-    public func set(completion: ((inout Value) -> Void)?) -> Result<Value, QueueSafeValueError> {
-        self.perform(requiring: completion) { value, access in
+    public func set(
+        completion: ((inout Value) -> Void)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Result<Value, QueueSafeValueError> {
+        self.perform(requiring: completion, file: file, line: line) { value, access in
             access(&value)
             return value
         }
@@ -93,10 +109,12 @@ public struct QueueSafeWaitCommand<Value> {
     @discardableResult
     @inlinable
     public func set(
-        manualCompletion: ((inout Value, @escaping CommandCompletionClosure) -> Void)?
+        manualCompletion: ((inout Value, @escaping CommandCompletionClosure) -> Void)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Result<Value, QueueSafeValueError> {
         guard let manualCompletion else { return self.failure(or: .commandClosureDeallocated) }
-        return self.performManually { value, done in
+        return self.performManually(file: file, line: line) { value, done in
             manualCompletion(&value, done)
         }
     }
@@ -109,9 +127,11 @@ public struct QueueSafeWaitCommand<Value> {
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @inlinable
     public func map<Transformed>(
-        completion: ((Value) -> Transformed)?
+        completion: ((Value) -> Transformed)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) -> Result<Transformed, QueueSafeValueError> {
-        self.perform(requiring: completion) { value, transform in transform(value) }
+        self.perform(requiring: completion, file: file, line: line) { value, transform in transform(value) }
     }
 
     // MARK: Running
@@ -132,38 +152,71 @@ public struct QueueSafeWaitCommand<Value> {
         .failure(!self.storage.engine.isHolderAlive ? .valueContainerDeinited : error)
     }
 
+    /// Runs `body` holding the value. `file` and `line` are the caller's, for the debug-build checks: a `wait` from
+    /// inside a Swift concurrency task blocks a thread of the cooperative pool, and the turn joins the lock-order
+    /// graph as a lock.
     @inlinable
-    func perform<Success>(_ body: (inout Value) -> Success) -> Result<Success, QueueSafeValueError> {
+    func perform<Success>(
+        file: StaticString,
+        line: UInt,
+        _ body: (inout Value) -> Success
+    ) -> Result<Success, QueueSafeValueError> {
         if let refusal = self.refusal { return .failure(refusal) }
         let engine = self.storage.engine
+        self.willAcquire(file: file, line: line)
         guard engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
-        defer { engine.release()?.grant() }
+        LockOrderChecker.didAcquire(self.storage.lockOrder, file: file, line: line)
+        defer {
+            LockOrderChecker.didRelease(self.storage.lockOrder)
+            engine.release()?.grant()
+        }
         return .success(self.storage.runClosure(body))
+    }
+
+    /// The debug-build checks before a `wait` command blocks: a call from inside a task, and the lock order.
+    @inlinable
+    func willAcquire(file: StaticString, line: UInt) {
+        BlockingCallCheck.warnIfInsideTask(
+            api: "QueueSafeValue's wait schedule",
+            alternative: "the suspend schedule: await value.suspend.lowestPriority.get()",
+            file: file,
+            line: line
+        )
+        LockOrderChecker.willAcquire(self.storage.lockOrder, file: file, line: line)
     }
 
     @inlinable
     func perform<Closure, Success>(
         requiring closure: Closure?,
+        file: StaticString,
+        line: UInt,
         _ body: (inout Value, Closure) -> Success
     ) -> Result<Success, QueueSafeValueError> {
         guard let closure else { return self.failure(or: .commandClosureDeallocated) }
-        return self.perform { value in body(&value, closure) }
+        return self.perform(file: file, line: line) { value in body(&value, closure) }
     }
 
     /// Runs `body` holding the value, then waits for its `done` before releasing the value.
     @inlinable
     func performManually(
+        file: StaticString,
+        line: UInt,
         _ body: (inout Value, @escaping CommandCompletionClosure) -> Void
     ) -> Result<Value, QueueSafeValueError> {
         if let refusal = self.refusal { return .failure(refusal) }
         let storage = self.storage
+        self.willAcquire(file: file, line: line)
         guard storage.engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
-        defer { storage.engine.release()?.grant() }
+        LockOrderChecker.didAcquire(storage.lockOrder, file: file, line: line)
+        defer {
+            LockOrderChecker.didRelease(storage.lockOrder)
+            storage.engine.release()?.grant()
+        }
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
         latch.closureReturned()
-        ended.wait()
+        ended.waitUnreported()
         return .success(storage.current)
     }
 }

@@ -264,6 +264,7 @@ final class TurnEngine: @unchecked Sendable {
     /// the waiter returned is ``Waiter/retire(_:)``: granting it destroys the value.
     @inlinable
     func release() -> Waiter? {
+        chaosPoint(.turnHandOver)
         if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
             return nil
         }
@@ -278,7 +279,8 @@ final class TurnEngine: @unchecked Sendable {
     /// memory models honour, whatever wakes the next holder.
     @usableFromInline
     func handOver() -> Waiter? {
-        self.lock.withLock {
+        chaosPoint(.turnHandOver)
+        return self.lock.withLock {
             if let next = self.pending.popNext() {
                 let stillAlive = self.holderIsAlive.load(ordering: .relaxed)
                 // Stays contended while the holder is gone, so that the last release retires the turn.

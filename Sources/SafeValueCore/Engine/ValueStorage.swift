@@ -19,9 +19,15 @@ final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
     @exclusivity(unchecked)
     var value: Value?
 
+    /// The value's turn as a lock, for the lock-order checker of debug builds: a `wait` command holds it while its
+    /// closure runs (and, for manual completion, until `done`).
     @usableFromInline
-    init(_ value: Value) {
+    let lockOrder: LockOrderIdentity
+
+    @usableFromInline
+    init(_ value: Value, file: StaticString, line: UInt) {
         self.value = value
+        self.lockOrder = LockOrderIdentity(type: QueueSafeValue<Value>.self, file: file, line: line)
         self.engine.ownValue(by: self)
     }
 
