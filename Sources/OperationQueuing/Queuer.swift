@@ -104,28 +104,43 @@ public final class Queuer: Sendable {
     /// print(sizes)  // 2100
     /// ```
     ///
-    /// The body makes one attempt. Cancelling the awaiting task cancels the operation: before it starts, the body
-    /// never runs; while it runs, the body's task is cancelled.
+    /// The body makes one attempt. Cancelling the awaiting task cancels the call: before the body starts, the call
+    /// throws `CancellationError` at once, also while the queue is paused or its slots are busy, and the body never
+    /// runs (its operation finishes without it when the queue reaches it); while the body runs, the body's task is
+    /// cancelled and the call returns what the body returns or throws.
     ///
     /// - Parameter body: The work; it runs in a task of its own.
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, or `CancellationError` if the operation was cancelled before the body ran.
+    /// - Throws: What `body` throws, or `CancellationError` if the call was cancelled, or the operation cancelled
+    ///   (by ``cancelAll()``), before the body started.
     public func run<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let value = AtomicBox<Value?>(nil)
+        let call = AtomicBox(RunStateMachine<Value>())
         let operation = AsyncOperation(name: "Queuer.run") { _ in
-            let result = try await body()
-            value.mutate { $0 = result }
+            guard call.mutate({ $0.bodyStarts() }) else { return }  // the call was cancelled: give up the place
+            let outcome: Result<Value, any Error>
+            do {
+                outcome = .success(try await body())
+            } catch {
+                outcome = .failure(error)
+            }
+            call.mutate { $0.bodyEnded() }.resume(with: outcome)
+            if case .failure(let error) = outcome { throw error }
         }
         operation.maximumRetries = 1
+        operation.completionBlock = {
+            call.mutate { $0.operationFinished() }?.resume(throwing: CancellationError())
+        }
         return try await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                operation.completionBlock = { continuation.resume() }
-                self.addOperation(operation)
+            try await withCheckedThrowingContinuation { (continuation: RunStateMachine<Value>.Continuation) in
+                if let cancelled = call.mutate({ $0.wait(continuation) }) {
+                    cancelled.resume(throwing: CancellationError())
+                } else {
+                    self.addOperation(operation)
+                }
             }
-            if let result = value.value { return result }
-            throw operation.error ?? CancellationError()
         } onCancel: {
-            operation.cancel()
+            operation.cancel()  // a queued operation then finishes without its body; a running one cancels its task
+            call.mutate { $0.cancel() }?.resume(throwing: CancellationError())
         }
     }
 
@@ -140,11 +155,13 @@ public final class Queuer: Sendable {
 
     /// Adds operations that run one after another, in array order, and then `completionHandler`.
     ///
-    /// Each operation starts after the one before it has finished — also when that one was cancelled. An empty
+    /// Each operation starts after every operation before it has finished — also when some of them were cancelled:
+    /// a cancelled operation does not run, and the ones after it still wait for the ones before it. An empty
     /// chain's completion handler still runs.
     /// - Parameters:
     ///   - operations: The chain, in order.
-    ///   - completionHandler: Runs after the last operation.
+    ///   - completionHandler: Runs after every operation of the chain has finished; it is an operation of this
+    ///     queue, so ``cancelAll()`` cancels it.
     /// - Precondition: No operation is listed twice (it would wait for itself), and no ``ConcurrentOperation`` was
     ///   added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addChainedOperations(_ operations: [Operation], completionHandler: (@Sendable () -> Void)? = nil) {
@@ -158,23 +175,32 @@ public final class Queuer: Sendable {
             }
             (operation as? ConcurrentOperation)?.claim(by: "Queuer.addChainedOperations")
         }
-        var chain = operations
-        for (previous, next) in zip(operations, operations.dropFirst()) {
-            next.addDependency(previous)
+        // A cancelled operation is ready at once, whatever it depends on, so a link cannot wait for its
+        // predecessor alone: it waits for a gate that finishes only once every earlier link has (the gate after
+        // link k waits for link k and the gate before it), and that holds the link until then.
+        var gates: [DependencyGate] = []
+        for (index, operation) in operations.enumerated() {
+            gates.last?.hold(operation)
+            guard index < operations.count - 1 || completionHandler != nil else { break }
+            let earlier: [Operation?] = [gates.last, operation]
+            gates.append(DependencyGate(after: earlier.compactMap { $0 }))
         }
+        var chain = operations
         if let completionHandler {
             let completion = BlockOperation(block: completionHandler)
-            if let last = operations.last { completion.addDependency(last) }
+            gates.last?.hold(completion)
             chain.append(completion)
         }
+        Self.waiters.addOperations(gates, waitUntilFinished: false)
         self.queue.addOperations(chain, waitUntilFinished: false)
     }
 
     /// Adds operations that run one after another, in order, and then `completionHandler`.
     ///
+    /// The variadic form of ``addChainedOperations(_:completionHandler:)-([Operation],_)``, with the same order.
     /// - Parameters:
     ///   - operations: The chain, in order.
-    ///   - completionHandler: Runs after the last operation.
+    ///   - completionHandler: Runs after every operation of the chain has finished.
     public func addChainedOperations(_ operations: Operation..., completionHandler: (@Sendable () -> Void)? = nil) {
         self.addChainedOperations(operations, completionHandler: completionHandler)
     }
@@ -184,7 +210,14 @@ public final class Queuer: Sendable {
     /// - Parameter completionHandler: The block; it is an operation of this queue, so ``cancelAll()`` cancels it.
     public func addCompletionHandler(_ completionHandler: @escaping @Sendable () -> Void) {
         let completion = BlockOperation(block: completionHandler)
-        for operation in self.queue.operations { completion.addDependency(operation) }
+        let operations = self.queue.operations
+        if !operations.isEmpty {
+            // Through a gate, which holds the completion until the operations have finished: cancelAll() makes the
+            // completion finish early, and Foundation must not be left with a pointer to it once it is released.
+            let gate = DependencyGate(after: operations)
+            gate.hold(completion)
+            Self.waiters.addOperation(gate)
+        }
         self.queue.addOperation(completion)
     }
 
@@ -223,7 +256,8 @@ public final class Queuer: Sendable {
         }
     }
 
-    /// Runs the operations that resume `await`ing callers, outside every queue's concurrency limit.
+    /// Runs the operations that only wait for others — chain gates, and the wake-ups of `await`ing callers —
+    /// outside every queue's concurrency limit and pause, where no ``cancelAll()`` reaches them.
     private static let waiters = OperationQueue()
 
     private static func checkConcurrency(_ count: Int) {
