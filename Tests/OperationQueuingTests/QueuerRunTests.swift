@@ -34,9 +34,9 @@ private final class RunCall: Sendable {
         }
     }
 
-    /// How the call ended, or `nil` if it had not ended within ten seconds.
+    /// How the call ended, or `nil` if it had not ended within five seconds.
     func outcome() async -> RunOutcome? {
-        guard await self.ended.wait(timeout: .seconds(10)) else { return nil }
+        guard await self.ended.wait(timeout: .seconds(5)) else { return nil }
         return self.recorded.value
     }
 }
@@ -71,7 +71,7 @@ struct QueuerRunTests {
         let blocking = DispatchSemaphore(value: 0)
         queuer.addOperation {
             blocking.signal()
-            _ = release.wait(timeout: deadline())
+            _ = release.wait(timeout: deadline(30))  // well past the calls' five seconds
         }
         #expect(blocking.wait(timeout: deadline()) == .success)
         let ran = AtomicBox(0)

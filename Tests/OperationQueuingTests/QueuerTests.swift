@@ -318,6 +318,40 @@ struct QueuerTests {
         }
     }
 
+    @Test("cancelled links and completion handlers released while an operation runs are safe (own process)")
+    func cancelledDependentsReleasedWhileRunning() async {
+        // Foundation on Linux keeps an operation's dependents by unretained pointer. A dependent that is cancelled
+        // finishes at once and is released by its queue; when the running operation then finishes, it must not
+        // find that dependent freed.
+        await #expect(processExitsWith: .success) {
+            for _ in 0..<300 {
+                let started = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                let finished = DispatchSemaphore(value: 0)
+                do {
+                    let queuer = Queuer(name: "test.release.dependents", maxConcurrentOperationCount: 2)
+                    let running = ConcurrentOperation { _ in
+                        started.signal()
+                        _ = release.wait(timeout: .now() + 10)
+                    }
+                    running.completionBlock = { finished.signal() }
+                    let links: [Operation] = [running] + (0..<3).map { _ in ConcurrentOperation { _ in } }
+                    queuer.addChainedOperations(links) {}
+                    guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
+                    queuer.addCompletionHandler {}
+                    queuer.cancelAll()
+                    // Until the cancelled ones have finished and left the queue: only `running` is left.
+                    guard eventually({ queuer.operationCount == 1 }) else { exit(3) }
+                }
+                // Reuse the memory of whatever was released, so that a dangling pointer leads somewhere wrong.
+                let litter = (0..<64).map { _ in [UInt8](repeating: 0xAB, count: 160) }
+                release.signal()
+                withExtendedLifetime(litter) {}
+                guard finished.wait(timeout: .now() + 10) == .success else { exit(4) }
+            }
+        }
+    }
+
     @Test("an empty chain's completion still runs")
     func emptyChain() {
         let queuer = Queuer(name: "test.empty")
