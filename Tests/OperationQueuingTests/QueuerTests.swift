@@ -241,7 +241,7 @@ struct QueuerTests {
     }
 
     @Test("random chains with random cancellations, before and during the run, keep their order")
-    func randomChainsKeepTheirOrder() {
+    func randomChainsKeepTheirOrder() async {
         let seed = UInt64(DispatchTime.now().uptimeNanoseconds)
         var random = SeededGenerator(seed: seed)
         for round in 0..<150 {
@@ -277,11 +277,12 @@ struct QueuerTests {
                 queuer.addChainedOperations(links, completionHandler: completion)
             }
             if !cancelledDuring.isEmpty || cancelsAll {
-                Thread.sleep(forTimeInterval: pause)  // a random moment of the run, not a synchronisation
+                try? await Task.sleep(for: .seconds(pause))  // a random moment of the run, not a synchronisation
                 for index in cancelledDuring { links[index].cancel() }
                 if cancelsAll { queuer.cancelAll() }
             }
-            #expect(eventually { queuer.operationCount == 0 }, "\(label): the chain never drained")
+            // Waits without blocking a thread: the async links resume on the cooperative pool.
+            #expect(await suspendUntil { queuer.operationCount == 0 }, "\(label): the chain never drained")
             let events = history.value
             #expect(history.problems == [], "\(label): \(events)")
             for index in cancelledBefore {
