@@ -207,6 +207,8 @@ public final class Queuer: Sendable {
 
     /// Adds a block that runs after every operation added before it has finished.
     ///
+    /// An operation cancelled before it started finishes at once without running; the block still waits for all
+    /// the others.
     /// - Parameter completionHandler: The block; it is an operation of this queue, so ``cancelAll()`` cancels it.
     public func addCompletionHandler(_ completionHandler: @escaping @Sendable () -> Void) {
         let completion = BlockOperation(block: completionHandler)
@@ -256,8 +258,9 @@ public final class Queuer: Sendable {
         }
     }
 
-    /// Runs the operations that only wait for others — chain gates, and the wake-ups of `await`ing callers —
-    /// outside every queue's concurrency limit and pause, where no ``cancelAll()`` reaches them.
+    /// Runs the operations that only wait for others — the gates of chains and completion handlers, and the
+    /// wake-ups of `await`ing callers — outside every queue's concurrency limit and pause, where no
+    /// ``cancelAll()`` reaches them.
     private static let waiters = OperationQueue()
 
     private static func checkConcurrency(_ count: Int) {
