@@ -114,33 +114,26 @@ public final class Queuer: Sendable {
     /// - Throws: What `body` throws, or `CancellationError` if the call was cancelled, or the operation cancelled
     ///   (by ``cancelAll()``), before the body started.
     public func run<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let call = AtomicBox(RunStateMachine<Value>())
+        let call = RunCall<Value>()
         let operation = AsyncOperation(name: "Queuer.run") { _ in
-            guard call.mutate({ $0.bodyStarts() }) else { return }  // the call was cancelled: give up the place
-            let outcome: Result<Value, any Error>
+            guard call.bodyStarts() else { return }  // the call was cancelled: give up the place
             do {
-                outcome = .success(try await body())
+                call.bodyReturned(try await body())
             } catch {
-                outcome = .failure(error)
+                call.bodyThrew(error)
+                throw error
             }
-            call.mutate { $0.bodyEnded() }.resume(with: outcome)
-            if case .failure(let error) = outcome { throw error }
         }
         operation.maximumRetries = 1
-        operation.completionBlock = {
-            call.mutate { $0.operationFinished() }?.resume(throwing: CancellationError())
-        }
+        operation.completionBlock = { call.operationFinished() }
         return try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: RunStateMachine<Value>.Continuation) in
-                if let cancelled = call.mutate({ $0.wait(continuation) }) {
-                    cancelled.resume(throwing: CancellationError())
-                } else {
-                    self.addOperation(operation)
-                }
+            await withCheckedContinuation { (continuation: RunStateMachine.Continuation) in
+                if call.wait(continuation) { self.addOperation(operation) }
             }
+            return try call.outcome()
         } onCancel: {
             operation.cancel()  // a queued operation then finishes without its body; a running one cancels its task
-            call.mutate { $0.cancel() }?.resume(throwing: CancellationError())
+            call.cancel()
         }
     }
 

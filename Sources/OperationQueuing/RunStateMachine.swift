@@ -2,14 +2,17 @@
 ///
 /// Three parties race: the caller's task, which waits and may be cancelled at any moment; the operation's body,
 /// which starts when the queue reaches it; and the operation's completion, which comes also when the body never ran
-/// (the operation was cancelled by someone else before it started). The caller is resumed exactly once, by the
-/// first of: a cancellation before the body started (with `CancellationError`), the body's end (with its outcome),
-/// or a completion without a body (with `CancellationError`). A body that has not started when the caller is
-/// resumed never starts, so a cancelled call gives up its place at once and its body cannot run later.
+/// (the operation was cancelled by someone else before it started). The caller is resumed exactly once: at once
+/// with `CancellationError` when its task is cancelled before the body started; otherwise when the operation has
+/// finished, with the body's outcome, or with `CancellationError` if the body never ran. A body that has not
+/// started when the caller is resumed never starts, so a cancelled call gives up its place at once and its body
+/// cannot run later.
 ///
-/// A pure state machine: every event returns what to do, and its owner does it outside its lock.
-struct RunStateMachine<Value: Sendable>: Sendable {
-    typealias Continuation = CheckedContinuation<Value, any Error>
+/// A pure state machine, and not generic, so that its steps cost no generic dispatch: the body's outcome is kept
+/// beside it, by ``RunCall``, which owns the lock and does outside it what each event returns.
+struct RunStateMachine: Sendable {
+    /// Resumes the caller, which then reads the outcome (or, without one, throws `CancellationError`).
+    typealias Continuation = CheckedContinuation<Void, Never>
 
     private enum State: Sendable {
         /// The caller has not begun to wait.
@@ -18,8 +21,12 @@ struct RunStateMachine<Value: Sendable>: Sendable {
         case cancelledBeforeWaiting
         /// The operation is queued, and its body has not started.
         case waiting(Continuation)
-        /// The body runs; only its end resumes the caller.
+        /// The body runs; the caller is resumed once it has ended and the operation has finished.
         case running(Continuation)
+        /// The body has ended; the caller is resumed when the operation has finished.
+        case bodyEnded(Continuation)
+        /// The operation finished while the body still ran; the caller is resumed when the body ends.
+        case operationFinishedFirst(Continuation)
         /// The caller has been resumed; nothing follows.
         case resumed
     }
@@ -28,8 +35,8 @@ struct RunStateMachine<Value: Sendable>: Sendable {
 
     /// The caller begins to wait with `continuation`.
     ///
-    /// - Returns: `nil` if the operation is to be queued; otherwise the continuation, to resume at once with
-    ///   `CancellationError` (the task was cancelled before it waited).
+    /// - Returns: `nil` if the operation is to be queued; otherwise the continuation, to resume at once (the task
+    ///   was cancelled before it waited).
     mutating func wait(_ continuation: Continuation) -> Continuation? {
         switch self.state {
         case .idle:
@@ -38,15 +45,15 @@ struct RunStateMachine<Value: Sendable>: Sendable {
         case .cancelledBeforeWaiting:
             self.state = .resumed
             return continuation
-        case .waiting, .running, .resumed:
+        case .waiting, .running, .bodyEnded, .operationFinishedFirst, .resumed:
             preconditionFailure("Queuer.run: the caller began to wait twice")
         }
     }
 
     /// The caller's task was cancelled.
     ///
-    /// - Returns: The continuation to resume with `CancellationError` if the body has not started (it never will);
-    ///   `nil` if the body runs (its end resumes the caller), or the caller has not begun to wait or was resumed.
+    /// - Returns: The continuation to resume if the body has not started (it never will);
+    ///   `nil` if the body runs (the caller gets its outcome), or the caller has not begun to wait or was resumed.
     mutating func cancel() -> Continuation? {
         switch self.state {
         case .idle:
@@ -55,7 +62,7 @@ struct RunStateMachine<Value: Sendable>: Sendable {
         case .waiting(let continuation):
             self.state = .resumed
             return continuation
-        case .cancelledBeforeWaiting, .running, .resumed:
+        case .cancelledBeforeWaiting, .running, .bodyEnded, .operationFinishedFirst, .resumed:
             return nil
         }
     }
@@ -70,32 +77,42 @@ struct RunStateMachine<Value: Sendable>: Sendable {
             return true
         case .resumed:
             return false
-        case .idle, .cancelledBeforeWaiting, .running:
+        case .idle, .cancelledBeforeWaiting, .running, .bodyEnded, .operationFinishedFirst:
             preconditionFailure("Queuer.run: the body started before its operation was queued, or twice")
         }
     }
 
     /// The body has returned or thrown.
     ///
-    /// - Returns: The continuation, to resume with the body's outcome.
-    mutating func bodyEnded() -> Continuation {
-        guard case .running(let continuation) = self.state else {
-            preconditionFailure("Queuer.run: the body ended without having started")
+    /// - Returns: The continuation to resume, if the operation has finished already; otherwise `nil` (the
+    ///   operation's end resumes the caller).
+    mutating func bodyEnded() -> Continuation? {
+        switch self.state {
+        case .running(let continuation):
+            self.state = .bodyEnded(continuation)
+            return nil
+        case .operationFinishedFirst(let continuation):
+            self.state = .resumed
+            return continuation
+        case .idle, .cancelledBeforeWaiting, .waiting, .bodyEnded, .resumed:
+            preconditionFailure("Queuer.run: the body ended without having started, or twice")
         }
-        self.state = .resumed
-        return continuation
     }
 
     /// The operation has finished.
     ///
-    /// - Returns: The continuation to resume with `CancellationError` if the body never started (the operation was
-    ///   cancelled before it began, by ``Queuer/cancelAll()`` or through ``Queuer/operations``); otherwise `nil`.
+    /// - Returns: The continuation to resume: after the body ended, or if the body never started (the operation
+    ///   was cancelled before it began, by ``Queuer/cancelAll()`` or through ``Queuer/operations``); `nil` if the
+    ///   caller was resumed already, or the body still runs.
     mutating func operationFinished() -> Continuation? {
         switch self.state {
-        case .waiting(let continuation):
+        case .waiting(let continuation), .bodyEnded(let continuation):
             self.state = .resumed
             return continuation
-        case .idle, .cancelledBeforeWaiting, .running, .resumed:
+        case .running(let continuation):
+            self.state = .operationFinishedFirst(continuation)
+            return nil
+        case .idle, .cancelledBeforeWaiting, .operationFinishedFirst, .resumed:
             return nil
         }
     }
