@@ -1,8 +1,8 @@
 import AtomicPrimitives
 import Foundation
 
-/// An operation that does no work: it finishes once every operation it waits for has, and keeps the operations
-/// that depend on it alive until then.
+/// An operation that does no work: it finishes once every operation it waits for has, and keeps the operations that
+/// depend on those alive until then.
 ///
 /// ``Queuer`` puts one between an operation and what must follow it, for two reasons:
 /// - A cancelled operation is ready at once, whatever it depends on. An operation that must wait for several
@@ -10,8 +10,8 @@ import Foundation
 ///   gate, which nobody can cancel, so that cancelling one of them cannot let it start early.
 /// - Foundation on Linux records an operation's dependents by unretained pointer and never removes one: a dependent
 ///   that was cancelled, finished early and was released leaves a dangling pointer, which the dependency follows
-///   when it finishes (SIGSEGV in `Operation.observeValue`). The gate holds its dependents until its own finish has
-///   been processed, and lets them go then, so no cycle remains.
+///   when it finishes (SIGSEGV in `Operation.observeValue`). The gate keeps such dependents until its own finish
+///   has been processed, and lets them go then, so no cycle remains.
 ///
 /// Gates run on a private queue that no ``Queuer/cancelAll()`` and no pause reaches; ``cancel()`` does nothing.
 final class DependencyGate: Operation, @unchecked Sendable {
@@ -27,12 +27,12 @@ final class DependencyGate: Operation, @unchecked Sendable {
         for operation in operations { self.addDependency(operation) }
     }
 
-    /// Makes `dependent` wait for the gate, and keeps it alive until the gate has finished.
+    /// Keeps `operation` alive until the gate has finished.
     ///
-    /// Call it before the gate is queued: a gate that had finished would keep `dependent` for good.
-    func hold(_ dependent: Operation) {
-        self.lock.withLock { self.dependents.append(dependent) }
-        dependent.addDependency(self)
+    /// Use it for an operation that depends on the gate or on one of the operations the gate waits for. Call it
+    /// before the gate is queued: a gate that had finished would keep `operation` for good.
+    func keep(_ operation: Operation) {
+        self.lock.withLock { self.dependents.append(operation) }
     }
 
     /// Always `true`: the gate finishes inside ``start()``, under its own notifications.

@@ -169,19 +169,28 @@ public final class Queuer: Sendable {
             (operation as? ConcurrentOperation)?.claim(by: "Queuer.addChainedOperations")
         }
         // A cancelled operation is ready at once, whatever it depends on, so a link cannot wait for its
-        // predecessor alone: it waits for a gate that finishes only once every earlier link has (the gate after
-        // link k waits for link k and the gate before it), and that holds the link until then.
+        // predecessor alone. Gate k, on a private queue where nobody can cancel it, finishes once links 0...k have
+        // (it waits for link k and gate k − 1). Link k waits for link k − 1 directly, so that the gates stay off
+        // the critical path, and for gate k − 2. Gate k also keeps link k + 1 alive until link k has finished.
         var gates: [DependencyGate] = []
         for (index, operation) in operations.enumerated() {
-            gates.last?.hold(operation)
+            if index > 0 {
+                operation.addDependency(operations[index - 1])
+                gates[index - 1].keep(operation)
+            }
+            if index > 1 { operation.addDependency(gates[index - 2]) }
             guard index < operations.count - 1 || completionHandler != nil else { break }
-            let earlier: [Operation?] = [gates.last, operation]
-            gates.append(DependencyGate(after: earlier.compactMap { $0 }))
+            var earlier: [Operation] = [operation]
+            if let previous = gates.last { earlier.append(previous) }
+            gates.append(DependencyGate(after: earlier))
         }
         var chain = operations
         if let completionHandler {
             let completion = BlockOperation(block: completionHandler)
-            gates.last?.hold(completion)
+            if let last = gates.last {
+                completion.addDependency(last)
+                last.keep(completion)
+            }
             chain.append(completion)
         }
         Self.waiters.addOperations(gates, waitUntilFinished: false)
@@ -207,10 +216,11 @@ public final class Queuer: Sendable {
         let completion = BlockOperation(block: completionHandler)
         let operations = self.queue.operations
         if !operations.isEmpty {
-            // Through a gate, which holds the completion until the operations have finished: cancelAll() makes the
+            // Through a gate, which keeps the completion until the operations have finished: cancelAll() makes the
             // completion finish early, and Foundation must not be left with a pointer to it once it is released.
             let gate = DependencyGate(after: operations)
-            gate.hold(completion)
+            completion.addDependency(gate)
+            gate.keep(completion)
             Self.waiters.addOperation(gate)
         }
         self.queue.addOperation(completion)

@@ -12,13 +12,11 @@ private enum RunOutcome: Equatable, Sendable {
 }
 
 /// A task that awaits `queuer.run(body)` and records how the call ended.
-private final class RunCall: Sendable {
+private final class AwaitedRun: Sendable {
     let task: Task<Void, Never>
-    private let ended = CountingSemaphore()
     private let recorded = AtomicBox<RunOutcome?>(nil)
 
     init(_ queuer: Queuer, _ body: @escaping @Sendable () async throws -> Int) {
-        let ended = self.ended
         let recorded = self.recorded
         self.task = Task {
             let outcome: RunOutcome
@@ -30,13 +28,12 @@ private final class RunCall: Sendable {
                 outcome = .failed
             }
             recorded.mutate { $0 = outcome }
-            _ = ended.signal()
         }
     }
 
-    /// How the call ended, or `nil` if it had not ended within five seconds.
+    /// How the call ended, or `nil` if it had not ended within ten seconds.
     func outcome() async -> RunOutcome? {
-        guard await self.ended.wait(timeout: .seconds(5)) else { return nil }
+        _ = await suspendUntil { self.recorded.value != nil }
         return self.recorded.value
     }
 }
@@ -49,7 +46,7 @@ struct QueuerRunTests {
         queuer.pause()
         defer { queuer.resume() }  // lets a call that failed to return end with the test
         let ran = AtomicBox(0)
-        let call = RunCall(queuer) {
+        let call = AwaitedRun(queuer) {
             ran.mutate { $0 += 1 }
             return 1
         }
@@ -71,12 +68,12 @@ struct QueuerRunTests {
         let blocking = DispatchSemaphore(value: 0)
         queuer.addOperation {
             blocking.signal()
-            _ = release.wait(timeout: deadline(30))  // well past the calls' five seconds
+            _ = release.wait(timeout: deadline(40))  // well past the calls' ten seconds
         }
         #expect(blocking.wait(timeout: deadline()) == .success)
         let ran = AtomicBox(0)
         let calls = (0..<3).map { _ in
-            RunCall(queuer) {
+            AwaitedRun(queuer) {
                 ran.mutate { $0 += 1 }
                 return 1
             }
@@ -117,7 +114,7 @@ struct QueuerRunTests {
         queuer.pause()
         defer { queuer.resume() }
         let ran = AtomicBox(false)
-        let call = RunCall(queuer) {
+        let call = AwaitedRun(queuer) {
             ran.mutate { $0 = true }
             return 1
         }
@@ -136,7 +133,7 @@ struct QueuerRunTests {
             let queuer = Queuer(name: "test.run.race", maxConcurrentOperationCount: 1)
             queuer.pause()
             let ran = AtomicBox(0)
-            let call = RunCall(queuer) {
+            let call = AwaitedRun(queuer) {
                 ran.mutate { $0 += 1 }
                 return round
             }
