@@ -110,28 +110,36 @@ public final class Queuer: Sendable {
     /// print(sizes)  // 2100
     /// ```
     ///
-    /// The body makes one attempt. Cancelling the awaiting task cancels the operation: before it starts, the body
-    /// never runs; while it runs, the body's task is cancelled.
+    /// The body makes one attempt. Cancelling the awaiting task cancels the call: before the body starts, the call
+    /// throws `CancellationError` at once, also while the queue is paused or its slots are busy, and the body never
+    /// runs (its operation finishes without it when the queue reaches it); while the body runs, the body's task is
+    /// cancelled and the call returns what the body returns or throws.
     ///
     /// - Parameter body: The work; it runs in a task of its own.
     /// - Returns: What `body` returns.
-    /// - Throws: What `body` throws, or `CancellationError` if the operation was cancelled before the body ran.
+    /// - Throws: What `body` throws, or `CancellationError` if the call was cancelled, or the operation cancelled
+    ///   (by ``cancelAll()``), before the body started.
     public func run<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let value = AtomicBox<Value?>(nil)
+        let call = RunCall<Value>()
         let operation = AsyncOperation(name: "Queuer.run") { _ in
-            let result = try await body()
-            value.mutate { $0 = result }
+            guard call.bodyStarts() else { return }  // the call was cancelled: give up the place
+            do {
+                call.bodyReturned(try await body())
+            } catch {
+                call.bodyThrew(error)
+                throw error
+            }
         }
         operation.maximumRetries = 1
+        operation.completionBlock = { call.operationFinished() }
         return try await withTaskCancellationHandler {
-            await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
-                operation.completionBlock = { continuation.resume() }
-                self.addOperation(operation)
+            await withCheckedContinuation { (continuation: RunStateMachine.Continuation) in
+                if call.wait(continuation) { self.addOperation(operation) }
             }
-            if let result = value.value { return result }
-            throw operation.error ?? CancellationError()
+            return try call.outcome()
         } onCancel: {
-            operation.cancel()
+            operation.cancel()  // a queued operation then finishes without its body; a running one cancels its task
+            call.cancel()
         }
     }
 
@@ -146,11 +154,13 @@ public final class Queuer: Sendable {
 
     /// Adds operations that run one after another, in array order, and then `completionHandler`.
     ///
-    /// Each operation starts after the one before it has finished — also when that one was cancelled. An empty
+    /// Each operation starts after every operation before it has finished — also when some of them were cancelled:
+    /// a cancelled operation does not run, and the ones after it still wait for the ones before it. An empty
     /// chain's completion handler still runs.
     /// - Parameters:
     ///   - operations: The chain, in order.
-    ///   - completionHandler: Runs after the last operation.
+    ///   - completionHandler: Runs after every operation of the chain has finished; it is an operation of this
+    ///     queue, so ``cancelAll()`` cancels it.
     /// - Precondition: No operation is listed twice (it would wait for itself), and no ``ConcurrentOperation`` was
     ///   added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addChainedOperations(_ operations: [Operation], completionHandler: (@Sendable () -> Void)? = nil) {
@@ -164,33 +174,61 @@ public final class Queuer: Sendable {
             }
             (operation as? ConcurrentOperation)?.claim(by: "Queuer.addChainedOperations")
         }
-        var chain = operations
-        for (previous, next) in zip(operations, operations.dropFirst()) {
-            next.addDependency(previous)
+        // A cancelled operation is ready at once, whatever it depends on, so a link cannot wait for its
+        // predecessor alone. Gate k, on a private queue where nobody can cancel it, finishes once links 0...k have
+        // (it waits for link k and gate k − 1). Link k waits for link k − 1 directly, so that the gates stay off
+        // the critical path, and for gate k − 2. Gate k also keeps link k + 1 alive until link k has finished.
+        var gates: [DependencyGate] = []
+        for (index, operation) in operations.enumerated() {
+            if index > 0 {
+                operation.addDependency(operations[index - 1])
+                gates[index - 1].keep(operation)
+            }
+            if index > 1 { operation.addDependency(gates[index - 2]) }
+            guard index < operations.count - 1 || completionHandler != nil else { break }
+            var earlier: [Operation] = [operation]
+            if let previous = gates.last { earlier.append(previous) }
+            gates.append(DependencyGate(after: earlier))
         }
+        var chain = operations
         if let completionHandler {
             let completion = BlockOperation(block: completionHandler)
-            if let last = operations.last { completion.addDependency(last) }
+            if let last = gates.last {
+                completion.addDependency(last)
+                last.keep(completion)
+            }
             chain.append(completion)
         }
+        Self.waiters.addOperations(gates, waitUntilFinished: false)
         self.queue.addOperations(chain, waitUntilFinished: false)
     }
 
     /// Adds operations that run one after another, in order, and then `completionHandler`.
     ///
+    /// The variadic form of ``addChainedOperations(_:completionHandler:)-([Operation],_)``, with the same order.
     /// - Parameters:
     ///   - operations: The chain, in order.
-    ///   - completionHandler: Runs after the last operation.
+    ///   - completionHandler: Runs after every operation of the chain has finished.
     public func addChainedOperations(_ operations: Operation..., completionHandler: (@Sendable () -> Void)? = nil) {
         self.addChainedOperations(operations, completionHandler: completionHandler)
     }
 
     /// Adds a block that runs after every operation added before it has finished.
     ///
+    /// An operation cancelled before it started finishes at once without running; the block still waits for all
+    /// the others.
     /// - Parameter completionHandler: The block; it is an operation of this queue, so ``cancelAll()`` cancels it.
     public func addCompletionHandler(_ completionHandler: @escaping @Sendable () -> Void) {
         let completion = BlockOperation(block: completionHandler)
-        for operation in self.queue.operations { completion.addDependency(operation) }
+        let operations = self.queue.operations
+        if !operations.isEmpty {
+            // Through a gate, which keeps the completion until the operations have finished: cancelAll() makes the
+            // completion finish early, and Foundation must not be left with a pointer to it once it is released.
+            let gate = DependencyGate(after: operations)
+            completion.addDependency(gate)
+            gate.keep(completion)
+            Self.waiters.addOperation(gate)
+        }
         self.queue.addOperation(completion)
     }
 
@@ -229,7 +267,9 @@ public final class Queuer: Sendable {
         }
     }
 
-    /// Runs the operations that resume `await`ing callers, outside every queue's concurrency limit.
+    /// Runs the operations that only wait for others — the gates of chains and completion handlers, and the
+    /// wake-ups of `await`ing callers — outside every queue's concurrency limit and pause, where no
+    /// ``cancelAll()`` reaches them.
     private static let waiters = OperationQueue()
 
     private static func checkConcurrency(_ count: Int) {

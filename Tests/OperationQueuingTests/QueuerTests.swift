@@ -17,6 +17,118 @@ private func blockUntilFinished(_ queuer: Queuer) {
     queuer.waitUntilAllOperationsAreFinished()
 }
 
+/// What happened in a chain, in the order it happened: the position in the log is the sequence number.
+private enum ChainEvent: Equatable, Sendable {
+    case start(Int)
+    case end(Int)
+    case completion
+}
+
+/// A log of chain events, appended under one lock, so that its order is the order the events happened in.
+private final class ChainHistory: Sendable {
+    private let events = AtomicBox<[ChainEvent]>([])
+
+    func record(_ event: ChainEvent) {
+        self.events.mutate { $0.append(event) }
+    }
+
+    var value: [ChainEvent] { self.events.value }
+
+    /// What breaks a chain's order: a link that started before an earlier link had ended (or before it started),
+    /// a link that started twice or never ended, a completion that ran twice or not last.
+    var problems: [String] {
+        let events = self.value
+        var starts: [Int: Int] = [:]
+        var ends: [Int: Int] = [:]
+        var completions: [Int] = []
+        var problems: [String] = []
+        for (sequence, event) in events.enumerated() {
+            switch event {
+            case .start(let link):
+                if starts.updateValue(sequence, forKey: link) != nil { problems.append("link \(link) started twice") }
+            case .end(let link):
+                ends[link] = sequence
+            case .completion:
+                completions.append(sequence)
+            }
+        }
+        for (link, start) in starts {
+            guard let end = ends[link] else {
+                problems.append("link \(link) started and never ended")
+                continue
+            }
+            for (earlier, earlierStart) in starts where earlier < link {
+                let earlierEnd = ends[earlier] ?? Int.max
+                if earlierStart > start || earlierEnd > start {
+                    problems.append(
+                        "link \(link) started (#\(start)) before link \(earlier) had ended (#\(earlierEnd))"
+                    )
+                }
+            }
+            if let completion = completions.first, completion < end {
+                problems.append("the completion (#\(completion)) ran before link \(link) had ended (#\(end))")
+            }
+        }
+        if completions.count > 1 { problems.append("the completion ran \(completions.count) times") }
+        return problems
+    }
+}
+
+/// The kinds of operation a chain link can be.
+private enum LinkKind: CaseIterable {
+    case concurrent, block, async
+}
+
+/// A chain link that records its start and end in `history`, and works for `work` seconds in between.
+private func chainLink(
+    _ index: Int,
+    _ kind: LinkKind,
+    _ history: ChainHistory,
+    work: TimeInterval,
+    cancelsItself: Bool = false
+) -> Operation {
+    switch kind {
+    case .concurrent:
+        return ConcurrentOperation(name: "link \(index)") { operation in
+            history.record(.start(index))
+            if cancelsItself { operation.cancel() }
+            if work > 0 { Thread.sleep(forTimeInterval: work) }  // workload, so that an overtaking link shows
+            history.record(.end(index))
+        }
+    case .block:
+        let operation = BlockOperation {
+            history.record(.start(index))
+            if work > 0 { Thread.sleep(forTimeInterval: work) }
+            history.record(.end(index))
+        }
+        operation.name = "link \(index)"
+        return operation
+    case .async:
+        return AsyncOperation(name: "link \(index)") { _ in
+            history.record(.start(index))
+            if work > 0 { try? await Task.sleep(for: .microseconds(Int(work * 1_000_000))) }
+            history.record(.end(index))
+        }
+    }
+}
+
+/// A small seeded random number generator (SplitMix64), so that a failing round can be named and repeated.
+private struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) {
+        self.state = seed
+    }
+
+    mutating func next() -> UInt64 {
+        self.state &+= 0x9E37_79B9_7F4A_7C15
+        var mixed = self.state
+        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
+        return mixed ^ (mixed >> 31)
+    }
+}
+
 @Suite("Queuer", .timeLimit(.minutes(1)))
 struct QueuerTests {
     @Test("chains run in array order with the completion last; the variadic overload too")
@@ -38,6 +150,207 @@ struct QueuerTests {
         }
         #expect(done.wait(timeout: deadline()) == .success)
         #expect(log.value == ["x", "y", "done"])
+    }
+
+    @Test(
+        "a link cancelled before it starts lets no later link overtake an earlier one, at every position",
+        arguments: 0..<4
+    )
+    func cancelledLinkKeepsTheOrder(cancelled: Int) {
+        for variadic in [false, true] {
+            let queuer = Queuer(name: "test.chain.cancelled", maxConcurrentOperationCount: 4)
+            let history = ChainHistory()
+            let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
+            links[cancelled].cancel()
+            let done = DispatchSemaphore(value: 0)
+            let completion: @Sendable () -> Void = {
+                history.record(.completion)
+                done.signal()
+            }
+            if variadic {
+                queuer.addChainedOperations(links[0], links[1], links[2], links[3], completionHandler: completion)
+            } else {
+                queuer.addChainedOperations(links, completionHandler: completion)
+            }
+            #expect(done.wait(timeout: deadline()) == .success)
+            #expect(eventually { queuer.operationCount == 0 })
+            #expect(history.problems == [], "link \(cancelled) cancelled, variadic \(variadic)")
+            let expected = (0..<4).filter { $0 != cancelled }.flatMap { [ChainEvent.start($0), .end($0)] }
+            #expect(history.value == expected + [.completion], "link \(cancelled) cancelled, variadic \(variadic)")
+        }
+    }
+
+    @Test("several links cancelled, or all of them: the rest run in order, and the completion still runs last")
+    func severalCancelledLinks() {
+        for cancelled in [[1, 2], [0, 2, 4], [1, 3, 4], [0, 1, 2, 3, 4]] {
+            let queuer = Queuer(name: "test.chain.several")
+            let history = ChainHistory()
+            let links = (0..<5).map { chainLink($0, .block, history, work: 0.01) }
+            for index in cancelled { links[index].cancel() }
+            let done = DispatchSemaphore(value: 0)
+            queuer.addChainedOperations(links) {
+                history.record(.completion)
+                done.signal()
+            }
+            #expect(done.wait(timeout: deadline()) == .success)
+            #expect(history.problems == [], "cancelled \(cancelled)")
+            let expected = (0..<5).filter { !cancelled.contains($0) }.flatMap { [ChainEvent.start($0), .end($0)] }
+            #expect(history.value == expected + [.completion], "cancelled \(cancelled)")
+        }
+    }
+
+    @Test("cancelAll in the middle of a chain: no later link starts, and the completion does not run")
+    func cancelAllMidChain() {
+        for _ in 0..<5 {
+            let queuer = Queuer(name: "test.chain.cancelall", maxConcurrentOperationCount: 3)
+            let history = ChainHistory()
+            let entered = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let first = chainLink(0, .concurrent, history, work: 0)
+            let blocking = ConcurrentOperation(name: "link 1") { _ in
+                history.record(.start(1))
+                entered.signal()
+                _ = release.wait(timeout: deadline())
+                history.record(.end(1))
+            }
+            let rest = (2..<6).map { chainLink($0, .concurrent, history, work: 0) }
+            queuer.addChainedOperations([first, blocking] + rest) { history.record(.completion) }
+            #expect(entered.wait(timeout: deadline()) == .success)
+            queuer.cancelAll()
+            // The cancelled links finish at once, while link 1 still runs; give them the chance to overtake it.
+            #expect(eventually { rest.allSatisfy(\.isFinished) })
+            release.signal()
+            #expect(eventually { queuer.operationCount == 0 })
+            #expect(history.problems == [])
+            #expect(history.value == [.start(0), .end(0), .start(1), .end(1)])
+        }
+    }
+
+    @Test("a link that cancels itself while it runs does not stop its chain")
+    func selfCancellingLink() {
+        let queuer = Queuer(name: "test.chain.selfcancel")
+        let history = ChainHistory()
+        let links = (0..<3).map { chainLink($0, .concurrent, history, work: 0, cancelsItself: $0 == 1) }
+        let done = DispatchSemaphore(value: 0)
+        queuer.addChainedOperations(links) {
+            history.record(.completion)
+            done.signal()
+        }
+        #expect(done.wait(timeout: deadline()) == .success)
+        #expect(history.value == [.start(0), .end(0), .start(1), .end(1), .start(2), .end(2), .completion])
+    }
+
+    @Test("random chains with random cancellations, before and during the run, keep their order")
+    func randomChainsKeepTheirOrder() async {
+        let seed = UInt64(DispatchTime.now().uptimeNanoseconds)
+        var random = SeededGenerator(seed: seed)
+        for round in 0..<150 {
+            let limit = [1, 2, 4, OperationQueue.defaultMaxConcurrentOperationCount].randomElement(using: &random)!
+            let queuer = Queuer(name: "test.chain.random", maxConcurrentOperationCount: limit)
+            let history = ChainHistory()
+            let count = Int.random(in: 1...8, using: &random)
+            let links = (0..<count).map { index in
+                chainLink(
+                    index,
+                    LinkKind.allCases.randomElement(using: &random)!,
+                    history,
+                    work: [0, 0, 0.000_2, 0.002].randomElement(using: &random)!,
+                    cancelsItself: Int.random(in: 0..<10, using: &random) == 0
+                )
+            }
+            var cancelledBefore: Set<Int> = []
+            for index in 0..<count where Int.random(in: 0..<4, using: &random) == 0 {
+                links[index].cancel()
+                cancelledBefore.insert(index)
+            }
+            let cancelledDuring = (0..<count).filter { _ in Int.random(in: 0..<5, using: &random) == 0 }
+            let cancelsAll = Int.random(in: 0..<10, using: &random) == 0
+            let pause = Double.random(in: 0...0.002, using: &random)
+            let withCompletion = Bool.random(using: &random)
+            let variadic = count == 3 && Bool.random(using: &random)
+            let label = "seed \(seed), round \(round)"
+            let record: @Sendable () -> Void = { history.record(.completion) }
+            let completion = withCompletion ? record : nil
+            if variadic {
+                queuer.addChainedOperations(links[0], links[1], links[2], completionHandler: completion)
+            } else {
+                queuer.addChainedOperations(links, completionHandler: completion)
+            }
+            if !cancelledDuring.isEmpty || cancelsAll {
+                try? await Task.sleep(for: .seconds(pause))  // a random moment of the run, not a synchronisation
+                for index in cancelledDuring { links[index].cancel() }
+                if cancelsAll { queuer.cancelAll() }
+            }
+            // Waits without blocking a thread: the async links resume on the cooperative pool.
+            #expect(await suspendUntil { queuer.operationCount == 0 }, "\(label): the chain never drained")
+            let events = history.value
+            #expect(history.problems == [], "\(label): \(events)")
+            for index in cancelledBefore {
+                #expect(!events.contains(.start(index)), "\(label): link \(index) was cancelled before it started")
+            }
+            if withCompletion, cancelledDuring.isEmpty, !cancelsAll {
+                #expect(events.last == .completion, "\(label): \(events)")
+                let expected = (0..<count).filter { !cancelledBefore.contains($0) }
+                    .flatMap { [ChainEvent.start($0), .end($0)] }
+                #expect(events == expected + [.completion], "\(label)")
+            }
+        }
+    }
+
+    @Test("addCompletionHandler waits for every operation added before it, also beside cancelled ones")
+    func completionHandlerBesideCancelledOperations() {
+        for _ in 0..<5 {
+            let queuer = Queuer(name: "test.completion.cancelled", maxConcurrentOperationCount: 4)
+            let history = ChainHistory()
+            let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
+            links[1].cancel()
+            queuer.addChainedOperations(links)
+            let lone = ConcurrentOperation { _ in history.record(.start(9)) }
+            lone.cancel()
+            queuer.addOperation(lone)
+            let done = DispatchSemaphore(value: 0)
+            queuer.addCompletionHandler {
+                history.record(.completion)
+                done.signal()
+            }
+            #expect(done.wait(timeout: deadline()) == .success)
+            #expect(history.problems == [])
+            #expect(history.value == [.start(0), .end(0), .start(2), .end(2), .start(3), .end(3), .completion])
+        }
+    }
+
+    @Test("cancelled links and completion handlers released while an operation runs are safe (own process)")
+    func cancelledDependentsReleasedWhileRunning() async {
+        // Foundation on Linux keeps an operation's dependents by unretained pointer. A dependent that is cancelled
+        // finishes at once and is released by its queue; when the running operation then finishes, it must not
+        // find that dependent freed.
+        await #expect(processExitsWith: .success) {
+            for _ in 0..<300 {
+                let started = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                let finished = DispatchSemaphore(value: 0)
+                do {
+                    let queuer = Queuer(name: "test.release.dependents", maxConcurrentOperationCount: 2)
+                    let running = ConcurrentOperation { _ in
+                        started.signal()
+                        _ = release.wait(timeout: .now() + 10)
+                    }
+                    running.completionBlock = { finished.signal() }
+                    let links: [Operation] = [running] + (0..<3).map { _ in ConcurrentOperation { _ in } }
+                    queuer.addChainedOperations(links) {}
+                    guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
+                    queuer.addCompletionHandler {}
+                    queuer.cancelAll()
+                    // Until the cancelled ones have finished and left the queue: only `running` is left.
+                    guard eventually({ queuer.operationCount == 1 }) else { exit(3) }
+                }
+                // Reuse the memory of whatever was released, so that a dangling pointer leads somewhere wrong.
+                let litter = (0..<64).map { _ in [UInt8](repeating: 0xAB, count: 160) }
+                release.signal()
+                withExtendedLifetime(litter) {}
+                guard finished.wait(timeout: .now() + 10) == .success else { exit(4) }
+            }
+        }
     }
 
     @Test("an empty chain's completion still runs")

@@ -26,6 +26,60 @@ struct RetryPolicyTests {
         #expect(huge.delay(beforeRetry: 10_000) == .seconds(Int64.max), "a cap too large for nanoseconds is kept")
     }
 
+    @Test("a zero initial wait stays zero at every retry, also where the growth overflows a Double")
+    func zeroInitialStaysZero() {
+        let policy = RetryPolicy.exponential(initial: .zero, maximum: .seconds(5))
+        for retry in [1, 2, 1_024, 1_025, 1_026, 100_000, Int.max - 1, Int.max] {
+            #expect(policy.delay(beforeRetry: retry) == .zero, "retry \(retry)")
+        }
+    }
+
+    @Test(
+        "exponential stays within zero and its cap for any retry, grows monotonically, and is zero from zero",
+        arguments: [0.0, 0.5, 1.0]
+    )
+    func exponentialSaturates(jitter: Double) {
+        let initials: [Duration] = [
+            .zero, .nanoseconds(1), .milliseconds(100), .seconds(3), .seconds(Int64.max / 4), .seconds(Int64.max),
+        ]
+        let maxima: [Duration] = [
+            .seconds(5), .nanoseconds(123_456_789_012_345_677), .seconds(1) + .nanoseconds(1), .seconds(Int64.max),
+        ]
+        let multipliers = [1, 1.000_000_1, 2, 10, 1e300]
+        // Every retry up to 2,100 (past 2^1,024), then ever larger ones up to Int.max, in ascending order.
+        var retries = Array(1...2_100)
+        for shift in 12..<63 {
+            let power = 1 << shift
+            retries += [power - 1, power, power + 1]
+        }
+        retries += [Int.max - 1, Int.max]
+        for maximum in maxima {
+            for initial in initials where initial <= maximum {
+                for multiplier in multipliers {
+                    let policy = RetryPolicy.exponential(
+                        initial: initial,
+                        multiplier: multiplier,
+                        maximum: maximum,
+                        jitter: jitter
+                    )
+                    let label = "initial \(initial), multiplier \(multiplier), maximum \(maximum), jitter \(jitter)"
+                    let delays = retries.map { policy.delay(beforeRetry: $0) }
+                    let outside = zip(retries, delays).first { $0.1 < .zero || $0.1 > maximum }
+                    #expect(outside == nil, "\(label): retry \(outside?.0 ?? 0) waits \(outside?.1 ?? .zero)")
+                    if initial == .zero {
+                        #expect(delays.allSatisfy { $0 == .zero }, "\(label)")
+                    }
+                    guard jitter == 0 else { continue }
+                    let drop = zip(retries, zip(delays, delays.dropFirst())).first { $0.1.1 < $0.1.0 }
+                    #expect(drop == nil, "\(label): the wait shrinks after retry \(drop?.0 ?? 0)")
+                    if initial > .zero, multiplier > 1 {
+                        #expect(delays.last == maximum, "\(label): a late retry waits the cap")
+                    }
+                }
+            }
+        }
+    }
+
     @Test("jitter takes off at most its share of each wait, and does take something off")
     func jitterStaysInItsBand() {
         let policy = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(1), jitter: 0.2)

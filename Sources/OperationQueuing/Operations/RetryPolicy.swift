@@ -87,12 +87,17 @@ public struct RetryPolicy: Sendable, Hashable {
         case .constant(let delay):
             return delay
         case .exponential(let initial, let multiplier, let maximum, let jitter):
-            let maximumSeconds = maximum.seconds
-            // Grows to the cap within a bounded number of steps; past it, the wait is the cap.
-            let growth = pow(multiplier, Double(max(0, retry - 1)))
-            let seconds = min(initial.seconds * growth, maximumSeconds)
-            let nanoseconds = seconds * (1 - jitter * Double.random(in: 0...1)) * 1e9
-            return nanoseconds < 9e18 ? .nanoseconds(Int64(nanoseconds)) : maximum
+            // The growth saturates at the largest finite Double rather than overflowing to infinity, so that
+            // initial × growth is never 0 × ∞ (NaN): a zero initial wait stays zero at every retry, and any other
+            // reaches the cap and stays there.
+            let growth = min(pow(multiplier, Double(max(0, retry - 1))), .greatestFiniteMagnitude)
+            let uncapped = initial.seconds * growth
+            let share = 1 - jitter * Double.random(in: 0...1)
+            // At the cap the wait is `maximum` itself, not its rounding through a Double.
+            if uncapped >= maximum.seconds, share == 1 { return maximum }
+            let nanoseconds = min(uncapped, maximum.seconds) * share * 1e9
+            // A Double can round a few nanoseconds past an odd cap: the cap bounds the result too.
+            return nanoseconds < 9e18 ? min(.nanoseconds(Int64(nanoseconds)), maximum) : maximum
         }
     }
 }
