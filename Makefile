@@ -1,12 +1,15 @@
 # ConcurrencyKit: `make demo` shows the toolkit working, `make test` is the full gate CI runs.
 SWIFT        ?= swift
+# The gate runs the debug build's lock-order checker in trap mode: a possible deadlock, or a blocking call made from
+# inside a Swift concurrency task, stops the test run (see LockOrderChecking).
+TRAP         := CONCURRENCYKIT_LOCK_ORDER=trap
 STRICT       := -Xswiftc -warnings-as-errors
 TSAN_SCRATCH := .build-tsan
 ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit tsan asan examples install-check snippets demo bench bench-check docs docs-serve lint format clean
+.PHONY: all build test unit chaos soak tsan asan examples install-check snippets demo bench bench-check docs docs-serve lint format clean
 
 all: build
 
@@ -14,18 +17,31 @@ all: build
 build:
 	$(SWIFT) build $(STRICT) --build-tests
 
-## test: the gate: format lint, strict build, the suite, the suite under ThreadSanitizer and under AddressSanitizer
-## with leak detection, the consumer packages, the docs.
-test: lint build unit tsan asan examples install-check snippets docs
+## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
+## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
+## packages, the README's install, the doc examples, the docs.
+test: lint build unit chaos tsan asan examples install-check snippets docs
 
 unit:
-	scripts/run-suite.sh $(SWIFT) test $(STRICT)
+	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT)
+
+## chaos: the contract property tests under schedule chaos, seeds 1 to 3, checker trapping.
+chaos:
+	scripts/chaos.sh 1 3
+
+## soak: the contract property tests under 100 chaos seeds with 4 times the rounds, for at most 40 minutes; not part
+## of `make test`. SOAK_SEEDS, SOAK_ROUNDS and SOAK_MINUTES change that.
+SOAK_SEEDS   ?= 100
+SOAK_ROUNDS  ?= 4
+SOAK_MINUTES ?= 40
+soak:
+	scripts/chaos.sh 1 $(SOAK_SEEDS) $(SOAK_ROUNDS) $(SOAK_MINUTES)
 
 tsan:
-	scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 asan:
-	ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
+	$(TRAP) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
 ## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
 examples:

@@ -124,7 +124,12 @@ public final class GCDGroup: Sendable {
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.warnIfInsideTask(api: "GCDGroup.wait()", alternative: "await group.wait()", file: file, line: line)
+        BlockingCallCheck.warnIfInsideTask(
+            api: "GCDGroup.wait()",
+            alternative: "await group.wait()",
+            file: file,
+            line: line
+        )
         self.dispatchGroup.wait()
     }
 

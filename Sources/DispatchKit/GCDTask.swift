@@ -51,7 +51,7 @@ public final class GCDTask: Sendable {
 
     /// Runs the task on its queue and waits until it has finished.
     ///
-    /// Called from inside the task's queue, it runs inline instead of deadlocking, as ``GCDQueue/sync(_:)`` does.
+    /// Called from inside the task's queue, it runs inline instead of deadlocking, as ``GCDQueue/sync(file:line:_:)`` does.
     public func sync() {
         self.queue.sync { self.run() }
     }

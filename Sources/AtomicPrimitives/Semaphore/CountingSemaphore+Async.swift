@@ -38,7 +38,7 @@ extension CountingSemaphore {
 
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
     ///
-    /// The async counterpart of ``perform(_:)``: at most as many bodies run at once as the semaphore has resources,
+    /// The async counterpart of ``perform(file:line:_:)``: at most as many bodies run at once as the semaphore has resources,
     /// and the waiting suspends instead of blocking a thread.
     ///
     /// - Parameters:

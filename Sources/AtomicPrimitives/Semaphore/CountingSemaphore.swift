@@ -1,12 +1,12 @@
 import Dispatch
 
-/// A counting semaphore: a number of resources that threads take with ``wait()-7tc7o`` and give back with ``signal()``.
+/// A counting semaphore: a number of resources that threads take with ``wait(file:line:)`` and give back with ``signal()``.
 ///
 /// One type serves all three ways semaphores are used:
 /// - ``Kind/binary`` starts with one resource: a lock that any thread may release.
-/// - ``Kind/barrier`` starts with none: ``wait()-7tc7o`` blocks until another thread calls ``signal()``. This is the
+/// - ``Kind/barrier`` starts with none: ``wait(file:line:)`` blocks until another thread calls ``signal()``. This is the
 ///   default, and what Queuer's `Semaphore` was.
-/// - ``Kind/counting(_:)`` starts with `n`: at most `n` threads are inside ``perform(_:)`` at once.
+/// - ``Kind/counting(_:)`` starts with `n`: at most `n` threads are inside ``perform(file:line:_:)`` at once.
 ///
 /// ```swift
 /// import AtomicPrimitives
@@ -40,9 +40,9 @@ import Dispatch
 public final class CountingSemaphore {
     /// How many resources a new semaphore has.
     public enum Kind: Sendable, Hashable {
-        /// One resource: the first ``CountingSemaphore/wait()-7tc7o`` passes, the next waits for a signal.
+        /// One resource: the first ``CountingSemaphore/wait(file:line:)`` passes, the next waits for a signal.
         case binary
-        /// No resources: every ``CountingSemaphore/wait()-7tc7o`` waits for a signal.
+        /// No resources: every ``CountingSemaphore/wait(file:line:)`` waits for a signal.
         case barrier
         /// `n` resources, where `n` is 0 or more.
         case counting(Int)
@@ -77,7 +77,7 @@ public final class CountingSemaphore {
 
     /// Creates a semaphore with `resources` resources; the same as `init(.counting(resources))`.
     ///
-    /// - Parameter resources: How many threads may pass ``wait()-7tc7o`` before one has to wait; 0 or more.
+    /// - Parameter resources: How many threads may pass ``wait(file:line:)`` before one has to wait; 0 or more.
     /// - Precondition: `resources` is 0 or more.
     public convenience init(resources: Int) {
         self.init(.counting(resources))
@@ -109,7 +109,8 @@ public final class CountingSemaphore {
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
-    public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
+    public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
+    {
         if timeout != .now() {
             BlockingCallCheck.warnIfInsideTask(
                 api: "CountingSemaphore.wait(_:)",
@@ -166,9 +167,9 @@ public final class CountingSemaphore {
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
     ///
     /// - Parameters:
-    ///   - body: Runs on the calling thread once a resource is taken.
     ///   - file: The caller's file, for the report of a blocking call from inside a task (see ``wait(file:line:)``).
     ///   - line: The caller's line, for that report.
+    ///   - body: Runs on the calling thread once a resource is taken.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
     @discardableResult

@@ -74,6 +74,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     /// - Parameter value: The value ``enqueueClaimingDrain(_:)`` kept out of the mailbox, on ``CallbackQueue/untouch``.
     @inlinable
     func startDrain(delivering value: Output? = nil) {
+        chaosPoint(.mailbox)
         if self.route.isUntouch {
             self.drain(first: value)  // The same as going through `execute`, without allocating a closure per send.
         } else {
@@ -89,6 +90,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         // Before the mailbox is closed: a drain that claimed its first value earlier, and looks only after this close
         // has returned, sees the flag.
         self.isCancelled.store(true, ordering: .sequentiallyConsistent)
+        chaosPoint(.mailbox)
         self.mailbox.mutate { $0.close() }
     }
 
@@ -100,6 +102,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
             self.receiveValue(first)
         }
         while let event = self.mailbox.mutate({ $0.takeNext() }) {
+            chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
             switch event {
             case .value(let value):
                 self.receiveValue(value)

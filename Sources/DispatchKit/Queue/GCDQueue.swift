@@ -14,7 +14,7 @@ import Dispatch
 /// // Prints "on main"
 /// ```
 ///
-/// ``sync(_:)`` on the queue you are already in — directly, from a queue that targets it, or through nested `sync`
+/// ``sync(file:line:_:)`` on the queue you are already in — directly, from a queue that targets it, or through nested `sync`
 /// calls — runs the block inline instead of deadlocking. ``current`` names the queue the calling code runs in. Both
 /// use queue-specific keys and a per-thread record, never queue identity: on Linux `DispatchQueue.main` is a new
 /// object on every access.
@@ -22,7 +22,7 @@ import Dispatch
 /// > Note: On Linux, ``userInteractive`` and ``userInitiated`` are one underlying global queue, so they compare
 /// > equal and ``current`` reports the same one for both.
 public struct GCDQueue: Sendable, Equatable {
-    /// Whether a queue made by ``init(name:kind:)`` runs one block at a time.
+    /// Whether a queue made by ``init(name:kind:file:line:)`` runs one block at a time.
     public enum Kind: Sendable, Hashable {
         /// One block at a time, in order.
         case serial
@@ -102,7 +102,7 @@ public struct GCDQueue: Sendable, Equatable {
     // MARK: Where the caller runs
 
     /// The innermost DispatchKit queue the calling code runs in: main, a global queue, or one made by
-    /// ``init(name:kind:)``, counting `sync` calls that ran inline; `nil` elsewhere.
+    /// ``init(name:kind:file:line:)``, counting `sync` calls that ran inline; `nil` elsewhere.
     ///
     /// Inside a serial `DispatchQueue` that DispatchKit did not make it is `nil`; inside a raw concurrent queue it may
     /// be the global queue that queue targets.
@@ -159,7 +159,11 @@ public struct GCDQueue: Sendable, Equatable {
     ///
     /// Called on a thread already inside this queue — directly, from a queue that targets it, or through nested
     /// `sync` calls — it runs `block` inline instead of deadlocking.
-    /// - Parameter block: The work; it runs on the calling thread.
+    /// - Parameters:
+    ///   - file: The caller's file, for the debug-build reports of the lock-order checker and of a `sync` from
+    ///     inside a Swift concurrency task (see `LockOrderChecking`).
+    ///   - line: The caller's line, for those reports.
+    ///   - block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
     /// - Precondition: Not called from an iteration of ``iterate(_:_:)`` onto a serial queue the caller of `iterate` is
@@ -182,14 +186,18 @@ public struct GCDQueue: Sendable, Equatable {
     /// Runs `block` alone on this queue — after the blocks before it, before the ones after it — and waits for its
     /// result: Eki's `barrierSync`.
     ///
-    /// On a serial queue this is ``sync(_:)``, and runs inline when the caller is inside the queue already. On a
+    /// On a serial queue this is ``sync(file:line:_:)``, and runs inline when the caller is inside the queue already. On a
     /// global queue there is no barrier.
-    /// - Parameter block: The work; it runs on the calling thread.
+    /// - Parameters:
+    ///   - file: The caller's file, for the debug-build reports of the lock-order checker and of a `sync` from
+    ///     inside a Swift concurrency task (see `LockOrderChecking`).
+    ///   - line: The caller's line, for those reports.
+    ///   - block: The work; it runs on the calling thread.
     /// - Returns: What `block` returns.
     /// - Throws: What `block` throws.
     /// - Precondition: The caller is not inside this queue, if it is a concurrent queue of your own: the barrier would
     ///   wait for the block that called it. The same holds for the caller of ``iterate(_:_:)`` in an iteration, and
-    ///   ``sync(_:)``'s precondition holds too.
+    ///   ``sync(file:line:_:)``'s precondition holds too.
     @inlinable
     public func barrierSync<Output, Failure: Error>(
         file: StaticString = #fileID,
@@ -203,7 +211,7 @@ public struct GCDQueue: Sendable, Equatable {
         return try outcome!.get()
     }
 
-    /// Runs `work` as ``sync(_:)`` does: inline if the calling code is inside this queue already; otherwise on the
+    /// Runs `work` as ``sync(file:line:_:)`` does: inline if the calling code is inside this queue already; otherwise on the
     /// queue, with the DispatchKit queue the caller runs in recorded as one the code is inside meanwhile.
     ///
     /// With `barrier`, the block runs as a barrier. Traps where running inline would break the queue's rules and
@@ -326,8 +334,8 @@ public struct GCDQueue: Sendable, Equatable {
     ///
     /// Calls nest: the queue starts blocks again after as many ``resume()`` calls as there were `suspend()` calls. A
     /// suspended queue is kept alive until it is resumed, so releasing every copy of it does not crash, as releasing a
-    /// suspended `DispatchQueue` does; its blocks then never run. A ``sync(_:)`` from outside waits until `resume()`.
-    /// - Precondition: The queue was made by ``init(name:kind:)``: main and the global queues cannot be suspended.
+    /// suspended `DispatchQueue` does; its blocks then never run. A ``sync(file:line:_:)`` from outside waits until `resume()`.
+    /// - Precondition: The queue was made by ``init(name:kind:file:line:)``: main and the global queues cannot be suspended.
     public func suspend() {
         precondition(
             self.marker.isCustom,
@@ -369,7 +377,7 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `block` `count` times with indexes `0..<count`, and returns once all have run.
     ///
-    /// On a serial queue the iterations run in order, one at a time, as one ``sync(_:)`` block: inline when the caller
+    /// On a serial queue the iterations run in order, one at a time, as one ``sync(file:line:_:)`` block: inline when the caller
     /// is inside the queue already. On a concurrent queue the caller is inside, they run inline, in order. Otherwise
     /// they run in parallel on the queue, while the caller waits.
     ///

@@ -53,8 +53,9 @@ final class QueueMarker: @unchecked Sendable {
     /// For a global queue: the address of its label as Dispatch reports it from inside the queue, or 0.
     private let labelAddress: UInt
 
-    /// The queue as a lock, for the lock-order checker: a `sync` onto a serial queue, or a barrier, waits until the
-    /// caller alone holds it. `nil` for the global queues, which nothing holds alone.
+    /// The queue as a lock, for the lock-order checker; `nil` for the global queues, which nothing holds alone.
+    ///
+    /// A `sync` onto a serial queue, or a barrier, waits until the caller alone holds it.
     let lockOrder: LockOrderIdentity?
 
     private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool, lockOrder: LockOrderIdentity?) {

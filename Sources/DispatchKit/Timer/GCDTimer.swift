@@ -190,6 +190,7 @@ public final class GCDTimer: @unchecked Sendable {
 
     /// Starts a new timer, or resumes a paused one; does nothing to a running, stopped or finished timer.
     public func start() {
+        chaosPoint(.timerState)
         self.lock.withLock {
             switch self.state {
             case .new:
@@ -209,6 +210,7 @@ public final class GCDTimer: @unchecked Sendable {
     ///
     /// ``start()`` resumes it. Does nothing in any other state.
     public func pause() {
+        chaosPoint(.timerState)
         self.lock.withLock {
             guard self.state == .running else { return }
             self.source.suspend()
@@ -218,6 +220,7 @@ public final class GCDTimer: @unchecked Sendable {
 
     /// Stops the timer for good; iterations of ``ticks`` end, without the fires they have not taken yet.
     public func stop() {
+        chaosPoint(.timerState)
         let listeners = self.lock.withLock {
             self.wasStopped = true
             return self.finish()
@@ -321,6 +324,7 @@ public final class GCDTimer: @unchecked Sendable {
             let listeners = Array(self.tickListeners.values)
             return (self.handlerBlock, listeners, self.repeats ? [] : self.finish())
         }
+        chaosPoint(.timerState)  // between the state read and the calls: where a stop or release lands
         let now = DispatchTime.now()
         for listener in listeners { listener.yield(now) }
         for listener in ended { listener.finish() }

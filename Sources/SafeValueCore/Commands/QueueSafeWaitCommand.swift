@@ -1,5 +1,9 @@
 /// The commands of the `wait` schedule: each blocks the calling thread until it has run, and runs its closures there.
 ///
+/// In debug builds a `wait` command holds the value's turn as a lock in the lock-order graph, and one issued from
+/// inside a Swift concurrency task is reported once per call site: use the `suspend` schedule there. Each command
+/// takes the caller's `file` and `line` for those reports (see `LockOrderChecking`).
+///
 /// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
 /// > same value would deadlock; it returns ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one
 /// > from any other block on a serial queue that `async` commands of the same value use: the queue would be blocked
@@ -18,6 +22,9 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Reads the value.
     ///
+    /// - Parameters:
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     /// - Returns: A copy of the value, or why the command did not run.
     @inlinable
     public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
@@ -26,8 +33,12 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Runs `completion` with the value while holding it.
     ///
-    /// - Parameter completion: Runs on the calling thread, inside the command's critical section, with the value or
-    ///   why the command did not run. `nil` does nothing.
+    /// - Parameters:
+    ///   - completion: Runs on the calling thread, inside the command's critical section, with the value or
+    ///     why the command did not run. `nil` does nothing.
+
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     @inlinable
     public func get(
         completion: ((Result<Value, QueueSafeValueError>) -> Void)?,
@@ -47,7 +58,11 @@ public struct QueueSafeWaitCommand<Value> {
     /// called later, from any thread. This call returns once the command has ended. A command that fails (its
     /// holder is gone, or it would re-enter) calls the closure with the failure and returns without waiting for
     /// `done`.
-    /// - Parameter manualCompletion: Runs on the calling thread. `nil` does nothing.
+    /// - Parameters:
+    ///   - manualCompletion: Runs on the calling thread. `nil` does nothing.
+
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     @inlinable
     public func get(
         manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?,
@@ -65,7 +80,10 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Replaces the value.
     ///
-    /// - Parameter newValue: The new value.
+    /// - Parameters:
+    ///   - newValue: The new value.
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run.
     @discardableResult
     @inlinable
@@ -83,7 +101,10 @@ public struct QueueSafeWaitCommand<Value> {
     /// Changes the value in place.
     ///
     /// `value.wait.lowestPriority.set { $0 += 1 }` is an access: the closure is the command.
-    /// - Parameter completion: The access closure; runs on the calling thread with the value `inout`.
+    /// - Parameters:
+    ///   - completion: The access closure; runs on the calling thread with the value `inout`.
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @discardableResult
@@ -103,7 +124,10 @@ public struct QueueSafeWaitCommand<Value> {
     ///
     /// The command ends when `done` has been called and the closure has returned, whichever is later; no other
     /// command of this value runs before. This call returns once the command has ended.
-    /// - Parameter manualCompletion: Runs on the calling thread with the value `inout` and `done`.
+    /// - Parameters:
+    ///   - manualCompletion: Runs on the calling thread with the value `inout` and `done`.
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @discardableResult
@@ -122,7 +146,10 @@ public struct QueueSafeWaitCommand<Value> {
     /// Computes something from the value while holding it.
     ///
     /// With a `nil` closure, spell the type out: `map(completion: nil as ((Int) -> String)?)`.
-    /// - Parameter completion: The transform; runs on the calling thread.
+    /// - Parameters:
+    ///   - completion: The transform; runs on the calling thread.
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
     /// - Returns: What the transform returned, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
     @inlinable
@@ -152,9 +179,10 @@ public struct QueueSafeWaitCommand<Value> {
         .failure(!self.storage.engine.isHolderAlive ? .valueContainerDeinited : error)
     }
 
-    /// Runs `body` holding the value. `file` and `line` are the caller's, for the debug-build checks: a `wait` from
-    /// inside a Swift concurrency task blocks a thread of the cooperative pool, and the turn joins the lock-order
-    /// graph as a lock.
+    /// Runs `body` holding the value.
+    ///
+    /// `file` and `line` are the caller's, for the debug-build checks: a `wait` from inside a Swift concurrency task
+    /// blocks a thread of the cooperative pool, and the turn joins the lock-order graph as a lock.
     @inlinable
     func perform<Success>(
         file: StaticString,
