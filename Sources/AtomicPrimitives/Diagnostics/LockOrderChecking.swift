@@ -15,6 +15,8 @@ import Synchronization
 /// The same switch governs the check for blocking calls made from inside a Swift concurrency task.
 ///
 /// ```swift
+/// import AtomicPrimitives
+///
 /// LockOrderChecking.mode = .trap  // stop at the first report, in the debugger
 /// LockOrderChecking.mode = .off
 /// LockOrderChecking.mode = .warn  // the debug default: one report on standard error

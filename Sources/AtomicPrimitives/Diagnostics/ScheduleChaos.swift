@@ -9,6 +9,8 @@ import Synchronization
 /// released, and the hand-overs inside its queues, values, semaphores and subjects.
 ///
 /// ```swift
+/// import AtomicPrimitives
+///
 /// ScheduleChaos.seed = 42  // shake schedules, reproducibly
 /// ScheduleChaos.seed = nil  // off again
 /// print(ScheduleChaos.seed == nil)  // true

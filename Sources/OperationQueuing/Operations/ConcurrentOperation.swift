@@ -192,6 +192,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// attempt's callbacks: a late or duplicate call meant for an earlier attempt then cannot end a later one. In
     /// every other way it is ``finish(success:)``.
     /// ```swift
+    /// import OperationQueuing
+    ///
     /// let upload = ConcurrentOperation { operation in
     ///     let attempt = operation.currentAttempt
     ///     client.upload(file) { error in operation.finish(attempt: attempt, success: error == nil) }
