@@ -37,7 +37,9 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
     /// A value sent to the subject.
     public typealias Element = Output
 
-    private let subject: CallbackSubject<Output, Failure>
+    /// Held weakly, as the loop's subscription holds it: a kept sequence does not keep the subject alive, and a loop
+    /// over the values of a released subject ends as finished.
+    private weak var subject: CallbackSubject<Output, Failure>?
     private let bufferingPolicy: BufferingPolicy
 
     init(subject: CallbackSubject<Output, Failure>, bufferingPolicy: BufferingPolicy) {
@@ -58,7 +60,11 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
             throwing: (any Error).self,
             bufferingPolicy: self.bufferingPolicy.streamPolicy
         )
-        let subscription = self.subject.subscribe(
+        guard let subject = self.subject else {
+            continuation.finish()
+            return AsyncIterator(base: stream.makeAsyncIterator())
+        }
+        let subscription = subject.subscribe(
             on: .untouch,
             finishingWithSubject: true,
             receiveValue: { value in continuation.yield(value) },

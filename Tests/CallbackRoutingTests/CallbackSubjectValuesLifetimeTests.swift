@@ -1,0 +1,35 @@
+import CallbackRouting
+import TestSupport
+import Testing
+
+@Suite("CallbackSubject.values lifetime", .timeLimit(.minutes(1)))
+struct CallbackSubjectValuesLifetimeTests {
+    @Test("a kept values sequence does not keep its subject alive: the subject goes, and a loop over it ends")
+    func keptSequenceDoesNotKeepTheSubject() async {
+        let holder = AtomicBox<CallbackSubject<Int, Never>?>(CallbackSubject())
+        // The sequence itself is kept, as `let values = subject.values` in a user's property would be.
+        guard let values = holder.value?.values else {
+            Issue.record("no subject")
+            return
+        }
+        let ended = AtomicBox(false)
+        let reader = Task {
+            var received: [Int] = []
+            for await value in values { received.append(value) }
+            ended.mutate { $0 = true }
+            return received
+        }
+        #expect(await suspendUntil { holder.value?.subscriberCount == 1 })
+        holder.value?.send(7)
+        weak let released = holder.value
+        holder.mutate { $0 = nil }
+        #expect(released == nil, "the kept sequence keeps the subject alive")
+        let endedInTime = await suspendUntil { ended.value }
+        #expect(endedInTime, "the loop still waits after its subject was released")
+        if !endedInTime { reader.cancel() }
+        #expect(await reader.value == [7])
+        // A loop that starts after the subject is gone ends at once.
+        var late = values.makeAsyncIterator()
+        #expect(await late.next() == nil)
+    }
+}
