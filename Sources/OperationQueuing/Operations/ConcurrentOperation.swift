@@ -152,8 +152,11 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// go on, but no further attempt starts; one waiting for ``retry()``, for its ``retryPolicy`` delay or for its
     /// next attempt to begin finishes at once, unsuccessfully, and ``retry()`` then does nothing.
     override open func cancel() {
+        // The machine hears of the cancel before Foundation does: Foundation's `cancel()` makes a waiting operation
+        // ready at once, and its queue may call `start()` on another thread before `super.cancel()` returns.
+        let action = self.state.mutate { $0.machine.cancel() }
         super.cancel()
-        self.apply(self.state.mutate { $0.machine.cancel() })
+        self.apply(action)
     }
 
     // MARK: Attempts
