@@ -32,6 +32,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var owner: String?
         /// Operations that depend on this one, kept alive until it has finished: see `holdDependent(_:)`.
         var dependents: [Operation] = []
+        /// Whether Foundation has walked the dependents, in the `isFinished` notification: later ones need no hold.
+        var dependentsWalked = false
     }
 
     // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
@@ -298,7 +300,9 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// `Operation.observeValue`).
     func holdDependent(_ dependent: Operation) {
         self.state.mutate { state in
-            if !state.machine.isFinished { state.dependents.append(dependent) }
+            // Not `machine.isFinished`: that is set before the notification in which Foundation walks the
+            // dependents, and one added in between would be walked, unheld.
+            if !state.dependentsWalked { state.dependents.append(dependent) }
         }
     }
 
@@ -373,13 +377,15 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     private func finishOperation(wasExecuting: Bool) {
         self.willChangeValue(forKey: "isFinished")
         if wasExecuting { self.willChangeValue(forKey: "isExecuting") }
+        self.state.mutate { $0.machine.markFinished() }
+        if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
+        self.didChangeValue(forKey: "isFinished")
         let dependents = self.state.mutate { state -> [Operation] in
-            state.machine.markFinished()
+            state.dependentsWalked = true
             defer { state.dependents = [] }
             return state.dependents
         }
-        if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
-        withExtendedLifetime(dependents) { self.didChangeValue(forKey: "isFinished") }
+        withExtendedLifetime(dependents) {}  // released here, outside the lock
     }
 }
 
