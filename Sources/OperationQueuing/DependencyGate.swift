@@ -2,7 +2,7 @@ import AtomicPrimitives
 import Foundation
 
 /// An operation that does no work: it finishes once every operation it waits for has, and keeps the operations that
-/// depend on those alive until then.
+/// depend on it alive until its finish has been processed.
 ///
 /// ``Queuer`` puts one between an operation and what must follow it, for two reasons:
 /// - A cancelled operation is ready at once, whatever it depends on. An operation that must wait for several
@@ -29,8 +29,10 @@ final class DependencyGate: Operation, @unchecked Sendable {
 
     /// Keeps `operation` alive until the gate has finished.
     ///
-    /// Use it for an operation that depends on the gate or on one of the operations the gate waits for. Call it
-    /// before the gate is queued: a gate that had finished would keep `operation` for good.
+    /// Use it for an operation that depends on the gate, and on nothing the gate waits for: Foundation walks an
+    /// operation's dependents while it finishes, and the gate may finish (through another of its dependencies)
+    /// while one of those still walks. Call it before the gate is queued: a gate that had finished would keep
+    /// `operation` for good.
     func keep(_ operation: Operation) {
         self.lock.withLock { self.dependents.append(operation) }
     }

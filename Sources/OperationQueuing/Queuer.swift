@@ -176,15 +176,16 @@ public final class Queuer: Sendable {
         }
         // A cancelled operation is ready at once, whatever it depends on, so a link cannot wait for its
         // predecessor alone. Gate k, on a private queue where nobody can cancel it, finishes once links 0...k have
-        // (it waits for link k and gate k − 1). Link k waits for link k − 1 directly, so that the gates stay off
-        // the critical path, and for gate k − 2. Gate k also keeps link k + 1 alive until link k has finished.
+        // (it waits for link k and gate k − 1), and link k + 1 waits for gate k only. So every link's dependents
+        // are gates, which stay queued until they finish, and every gate keeps its dependent link until its own
+        // finish has been processed: no dependency is ever left with a pointer to a released operation, whatever
+        // the links' classes.
         var gates: [DependencyGate] = []
         for (index, operation) in operations.enumerated() {
             if index > 0 {
-                operation.addDependency(operations[index - 1])
+                operation.addDependency(gates[index - 1])
                 gates[index - 1].keep(operation)
             }
-            if index > 1 { operation.addDependency(gates[index - 2]) }
             guard index < operations.count - 1 || completionHandler != nil else { break }
             var earlier: [Operation] = [operation]
             if let previous = gates.last { earlier.append(previous) }

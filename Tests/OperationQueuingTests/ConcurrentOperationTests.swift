@@ -427,6 +427,36 @@ struct ConcurrentOperationAttemptTests {
     }
 
     @Test(
+        "an operation cancelled while it waits for a dependency never runs its block, though its queue starts it at once"
+    )
+    func cancelledWhileWaitingNeverRuns() {
+        // Foundation makes a cancelled operation ready at once, and its queue may call start() on a worker thread
+        // before cancel() has returned: the operation must count as cancelled by then.
+        let queuer = Queuer(name: "test.cancelwaiting")
+        let ran = AtomicBox<[String]>([])
+        for round in 0..<1_000 {
+            let release = DispatchSemaphore(value: 0)
+            let dependency = BlockOperation { _ = release.wait(timeout: deadline()) }
+            let waiting: [ConcurrentOperation] = (0..<4).map { index in
+                let name = "round \(round), operation \(index)"
+                let operation: ConcurrentOperation =
+                    index.isMultiple(of: 2)
+                    ? ConcurrentOperation(name: name) { _ in ran.mutate { $0.append(name) } }
+                    : AsyncOperation(name: name) { _ in ran.mutate { $0.append(name) } }
+                operation.addDependency(dependency)
+                return operation
+            }
+            queuer.addOperation(dependency)
+            for operation in waiting { queuer.addOperation(operation) }
+            for operation in waiting { operation.cancel() }
+            #expect(eventually { waiting.allSatisfy(\.isFinished) })
+            release.signal()
+            #expect(eventually { queuer.operationCount == 0 })
+        }
+        #expect(ran.value == [], "cancelled before they started, these ran their blocks")
+    }
+
+    @Test(
         "a cancel that races the end of a failed attempt is never lost: the operation finishes at once",
         arguments: [true, false]
     )
@@ -480,7 +510,9 @@ struct ConcurrentOperationAttemptTests {
             queuer.addOperation(operation)
             #expect(failed.wait(timeout: deadline()) == .success)
             operation.cancel()
-            #expect(operation.isFinished, "finished by cancel(), not at the end of the delay")
+            // The block signals before its attempt has ended: the cancel may come just before the end, and the
+            // operation then finishes as the attempt ends, on the attempt's thread.
+            #expect(eventually { operation.isFinished }, "finished by cancel(), not at the end of the delay")
             #expect(operation.success == false)
             #expect(operation.currentAttempt == 1)
         }

@@ -353,6 +353,25 @@ struct QueuerTests {
         }
     }
 
+    @Test("chains of plain BlockOperations whose links are cancelled and released mid-run are safe (own process)")
+    func cancelledBlockLinksReleased() async {
+        // A link's dependents are walked, by unretained pointer, while the link finishes. A cancelled link that
+        // finished early and was released must not be among them, whatever the links' classes: ConcurrentOperation's
+        // own hold on its dependents does not reach plain operations.
+        await #expect(processExitsWith: .success) {
+            let queuer = Queuer(name: "test.release.blocklinks")
+            for _ in 0..<300 {
+                let done = DispatchSemaphore(value: 0)
+                do {
+                    let links = (0..<24).map { _ in BlockOperation {} }
+                    queuer.addChainedOperations(links) { done.signal() }
+                    for (index, link) in links.enumerated() where !index.isMultiple(of: 3) { link.cancel() }
+                }
+                guard done.wait(timeout: .now() + 10) == .success else { exit(2) }
+            }
+        }
+    }
+
     @Test("an empty chain's completion still runs")
     func emptyChain() {
         let queuer = Queuer(name: "test.empty")

@@ -32,6 +32,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var owner: String?
         /// Operations that depend on this one, kept alive until it has finished: see `holdDependent(_:)`.
         var dependents: [Operation] = []
+        /// Whether Foundation has walked the dependents, in the `isFinished` notification: later ones need no hold.
+        var dependentsWalked = false
     }
 
     // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
@@ -152,8 +154,11 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// go on, but no further attempt starts; one waiting for ``retry()``, for its ``retryPolicy`` delay or for its
     /// next attempt to begin finishes at once, unsuccessfully, and ``retry()`` then does nothing.
     override open func cancel() {
+        // The machine hears of the cancel before Foundation does: Foundation's `cancel()` makes a waiting operation
+        // ready at once, and its queue may call `start()` on another thread before `super.cancel()` returns.
+        let action = self.state.mutate { $0.machine.cancel() }
         super.cancel()
-        self.apply(self.state.mutate { $0.machine.cancel() })
+        self.apply(action)
     }
 
     // MARK: Attempts
@@ -297,7 +302,9 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// `Operation.observeValue`).
     func holdDependent(_ dependent: Operation) {
         self.state.mutate { state in
-            if !state.machine.isFinished { state.dependents.append(dependent) }
+            // Not `machine.isFinished`: that is set before the notification in which Foundation walks the
+            // dependents, and one added in between would be walked, unheld.
+            if !state.dependentsWalked { state.dependents.append(dependent) }
         }
     }
 
@@ -372,13 +379,15 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     private func finishOperation(wasExecuting: Bool) {
         self.willChangeValue(forKey: "isFinished")
         if wasExecuting { self.willChangeValue(forKey: "isExecuting") }
+        self.state.mutate { $0.machine.markFinished() }
+        if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
+        self.didChangeValue(forKey: "isFinished")
         let dependents = self.state.mutate { state -> [Operation] in
-            state.machine.markFinished()
+            state.dependentsWalked = true
             defer { state.dependents = [] }
             return state.dependents
         }
-        if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
-        withExtendedLifetime(dependents) { self.didChangeValue(forKey: "isFinished") }
+        withExtendedLifetime(dependents) {}  // released here, outside the lock
     }
 }
 
