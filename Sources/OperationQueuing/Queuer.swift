@@ -253,7 +253,19 @@ public final class Queuer: Sendable {
     }
 
     /// Blocks the calling thread until every operation has finished.
-    public func waitUntilAllOperationsAreFinished() {
+    ///
+    /// From inside a Swift concurrency task, `await` the async overload, which suspends instead. In debug builds, a call
+    /// from inside a task is reported once per call site (see `LockOrderChecking`).
+    /// - Parameters:
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
+    public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
+        BlockingCallCheck.warnIfInsideTask(
+            api: "Queuer.waitUntilAllOperationsAreFinished()",
+            alternative: "await queuer.waitUntilAllOperationsAreFinished() in an async function",
+            file: file,
+            line: line
+        )
         self.queue.waitUntilAllOperationsAreFinished()
     }
 

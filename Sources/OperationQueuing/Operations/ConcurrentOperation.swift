@@ -320,6 +320,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// A next attempt is handed to a global queue here, never run on the caller's thread; only the attempt loop
     /// runs one inline, after the attempt before it, on that attempt's thread.
     private func apply(_ action: OperationStateMachine.Action) {
+        chaosPoint(.operationState)  // between the machine's decision and acting on it: where a cancel or finish lands
         switch action {
         case .none:
             break
