@@ -103,8 +103,10 @@ struct SemaphorePropertyTests {
         }
     }
 
-    /// Lifetime: a timed wait holds a deadline timer, and the timer holds the waiter; once the wait is granted or
-    /// cancelled, both go at once, not at the deadline (an hour here). Tasks wait with random timeouts of about an
+    /// Lifetime: a granted or cancelled timed wait releases its deadline timer at once.
+    ///
+    /// A timed wait holds a deadline timer, and the timer holds the waiter; once the wait is granted or cancelled,
+    /// both go at once, not at the deadline (an hour here). Tasks wait with random timeouts of about an
     /// hour, some are cancelled at random moments, a thread signals until every wait has ended; then the process's
     /// count of live timed waits must come back to where it was.
     @Test("a timed wait that is granted or cancelled releases its deadline timer at once, not at its deadline")

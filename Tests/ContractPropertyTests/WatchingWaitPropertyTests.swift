@@ -83,7 +83,9 @@ struct WatchingWaitPropertyTests {
         }
     }
 
-    /// Not under schedule chaos: a chaos point inside the command (a `sched_yield` before the value's lock) spends
+    /// Not under schedule chaos.
+    ///
+    /// A chaos point inside the command (a `sched_yield` before the value's lock) spends
     /// CPU time before the command reaches the queue, so G of CPU time no longer proves that H is pending. Under
     /// `CONCURRENCYKIT_CHAOS` seeds 1 and 2 the fixed code "failed" here in 1 to 7 of 100 rounds, never without chaos.
     @Test(
