@@ -234,4 +234,58 @@ struct ExclusionPropertyTests {
             "\(PropertyRun.failure("serial blocks never overlap (iterate in sync)")): \(text(result?.standardErrorContent))"
         )
     }
+
+    /// GCDQueue: inside nested `sync` calls, ``GCDQueue/current`` is the innermost queue, whatever the path.
+    ///
+    /// Random paths of `sync` calls through two serial queues, a concurrent one and a global one, coming back to
+    /// queues already on the path; at every depth the current queue must be the one whose block runs, and every
+    /// custom queue on the path must report `isCurrent`.
+    @Test("inside nested syncs through serial, concurrent and global queues, current is the innermost queue")
+    func currentIsInnermost() async {
+        let failures = PropertyFailures()
+        var random = PropertyRun.random(13)
+        // Serial queues are entered in one order, a before b (the other order is a lock-order inversion, which
+        // the checker rightly reports); coming back to a queue already on the path is free.
+        let paths = (0..<PropertyRun.rounds(200)).map { _ in
+            var path: [Int] = []
+            for _ in 0..<Int.random(in: 1...5, using: &random) {
+                let next = Int.random(in: 0..<4, using: &random)
+                path.append(next == 0 && path.contains(1) && !path.contains(0) ? 2 : next)
+            }
+            return path
+        }
+        await offPool {
+            let queues = [
+                GCDQueue(name: "props.current.a"), GCDQueue(name: "props.current.b"),
+                GCDQueue(name: "props.current.c", kind: .concurrent), GCDQueue.default,
+            ]
+            let names = ["a", "b", "c (concurrent)", "global"]
+            for (round, path) in paths.enumerated() {
+                func descend(_ depth: Int) {
+                    guard depth < path.count else { return }
+                    queues[path[depth]].sync {
+                        let innermost = queues[path[depth]]
+                        let current = GCDQueue.current
+                        let customsOnPath = path[...depth].filter { $0 < 3 }
+                        let notCurrent = customsOnPath.filter { !queues[$0].isCurrent }
+                        if current?.dispatchQueue !== innermost.dispatchQueue || !notCurrent.isEmpty {
+                            let shown = current.map { queue in
+                                names[queues.firstIndex { $0.dispatchQueue === queue.dispatchQueue } ?? 0]
+                            }
+                            failures.record(
+                                PropertyRun.failure("current is the innermost queue of nested syncs", round: round)
+                                    + ": path \(path[...depth].map { names[$0] }), current \(shown ?? "nil"), "
+                                    + "not isCurrent: \(notCurrent.map { names[$0] })"
+                            )
+                            return
+                        }
+                        descend(depth + 1)
+                    }
+                }
+                descend(0)
+                if !failures.all.isEmpty { return }
+            }
+        }
+        report(failures)
+    }
 }

@@ -83,7 +83,15 @@ struct WatchingWaitPropertyTests {
         }
     }
 
-    @Test("a pending wait still watching the turn runs before queued and later lowest-priority waits")
+    /// Not under schedule chaos.
+    ///
+    /// A chaos point inside the command (a `sched_yield` before the value's lock) spends
+    /// CPU time before the command reaches the queue, so G of CPU time no longer proves that H is pending. Under
+    /// `CONCURRENCYKIT_CHAOS` seeds 1 and 2 the fixed code "failed" here in 1 to 7 of 100 rounds, never without chaos.
+    @Test(
+        "a pending wait still watching the turn runs before queued and later lowest-priority waits",
+        .enabled(if: ScheduleChaos.seed == nil, "its CPU-time certainty needs a schedule without chaos points")
+    )
     func watchingWaitsRunByPriority() async {
         let failures = PropertyFailures()
         await offPool {
