@@ -29,20 +29,22 @@ struct GCDQueueIterateTests {
         "iterations that sync onto a serial queue run its blocks one at a time, whatever queue the caller is in",
         arguments: ["nowhere", "another serial queue", "a concurrent queue", "a global queue"]
     )
-    func iterationsKeepSerialExclusion(callerIn: String) {
-        let a = GCDQueue(name: "test.iterate.exclusive.a")
-        let outer: GCDQueue? =
-            switch callerIn {
-            case "another serial queue": GCDQueue(name: "test.iterate.exclusive.outer")
-            case "a concurrent queue": GCDQueue(name: "test.iterate.exclusive.outer", kind: .concurrent)
-            case "a global queue": .utility
-            default: nil
-            }
-        let c = GCDQueue(name: "test.iterate.exclusive.c", kind: .concurrent)
-        let counter = UnguardedCounter()
-        let iterate: @Sendable () -> Void = { c.iterate(400) { _ in a.sync { counter.slowIncrement() } } }
-        #expect(finishes { if let outer { outer.sync(iterate) } else { iterate() } })
-        #expect(a.sync { counter.value } == 400)
+    func iterationsKeepSerialExclusion(callerIn: String) async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.exclusive.a")
+            let outer: GCDQueue? =
+                switch callerIn {
+                case "another serial queue": GCDQueue(name: "test.iterate.exclusive.outer")
+                case "a concurrent queue": GCDQueue(name: "test.iterate.exclusive.outer", kind: .concurrent)
+                case "a global queue": .utility
+                default: nil
+                }
+            let c = GCDQueue(name: "test.iterate.exclusive.c", kind: .concurrent)
+            let counter = UnguardedCounter()
+            let iterate: @Sendable () -> Void = { c.iterate(400) { _ in a.sync { counter.slowIncrement() } } }
+            checks.expect(finishes { if let outer { outer.sync(iterate) } else { iterate() } })
+            checks.expect(a.sync { counter.value } == 400)
+        }
     }
 
     @Test("an iteration runs inside the iterated queue, not inside the queues its caller is in")

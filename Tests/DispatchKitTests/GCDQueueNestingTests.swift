@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Dispatch
 import DispatchKit
 import TestSupport
@@ -171,19 +172,25 @@ struct GCDQueueNestingTests {
     }
 
     @Test("along random nested syncs through serial, concurrent and global queues, current is the model's top")
-    func randomNestings() {
+    func randomNestings() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.s1"), "serial"), ("s2", GCDQueue(name: "test.nesting.s2"), "serial"),
             ("c1", GCDQueue(name: "test.nesting.c1", kind: .concurrent), "concurrent"),
             ("c2", GCDQueue(name: "test.nesting.c2", kind: .concurrent), "concurrent"),
             ("default", .default, "global"), ("utility", .utility, "global"),
         ])
-        let wrong = model.check(rounds: 1_000, depth: 8)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.s")) {
+            await offPool { model.check(rounds: 1_000, depth: 8) }  // it blocks on semaphores and syncs: off the cooperative pool
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 
     @Test("along random nested syncs and iterates, each iteration is inside its queue and not inside its caller's")
-    func randomNestingsWithIterate() {
+    func randomNestingsWithIterate() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.iterate.s1"), "serial"),
             ("s2", GCDQueue(name: "test.nesting.iterate.s2"), "serial"),
@@ -191,18 +198,30 @@ struct GCDQueueNestingTests {
             ("c2", GCDQueue(name: "test.nesting.iterate.c2", kind: .concurrent), "concurrent"),
             ("default", .default, "global"),
         ])
-        let wrong = model.check(rounds: 500, depth: 7, iterating: true)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.iterate.")) {
+            await offPool { model.check(rounds: 500, depth: 7, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 
     @Test("along random nested syncs that also pass through the main queue, current is the model's top")
-    func randomNestingsThroughMain() {
+    func randomNestingsThroughMain() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.main.s1"), "serial"),
             ("c1", GCDQueue(name: "test.nesting.main.c1", kind: .concurrent), "concurrent"),
             ("main", .main, "serial"), ("default", .default, "global"),
         ])
-        let wrong = model.check(rounds: 150, depth: 6, iterating: true)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.main.", includingMain: true)) {
+            await offPool { model.check(rounds: 150, depth: 6, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 }

@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Dispatch
 import DispatchKit
 import TestSupport
@@ -33,52 +34,58 @@ struct GCDQueueTests {
     }
 
     @Test("current on a custom queue, nil on a raw serial queue and on a plain thread")
-    func currentOnCustomAndRawQueues() {
-        let custom = GCDQueue(name: "test.custom")
-        #expect(custom.sync { GCDQueue.current } == custom)
-        #expect(custom.isCurrent == false)
-        #expect(GCDQueue.main.isCurrent == false)
-        let raw = DispatchQueue(label: "test.raw")
-        #expect(raw.sync { GCDQueue.current } == nil)
-        // A plain thread (the test itself runs on the cooperative pool, which dispatch's global workers serve).
-        let onThread = AtomicBox<Bool?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        onNewThread {
-            onThread.mutate { $0 = GCDQueue.current == nil }
-            done.signal()
+    func currentOnCustomAndRawQueues() async throws {
+        try await offPoolTest { checks in
+            let custom = GCDQueue(name: "test.custom")
+            checks.expect(custom.sync { GCDQueue.current } == custom)
+            checks.expect(custom.isCurrent == false)
+            checks.expect(GCDQueue.main.isCurrent == false)
+            let raw = DispatchQueue(label: "test.raw")
+            checks.expect(raw.sync { GCDQueue.current } == nil)
+            // A plain thread (the test itself runs on the cooperative pool, which dispatch's global workers serve).
+            let onThread = AtomicBox<Bool?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            onNewThread {
+                onThread.mutate { $0 = GCDQueue.current == nil }
+                done.signal()
+            }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(onThread.value == true)
+            checks.expect(custom != GCDQueue(name: "test.custom"), "two queues with one name are two queues")
         }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(onThread.value == true)
-        #expect(custom != GCDQueue(name: "test.custom"), "two queues with one name are two queues")
     }
 
     @Test("a custom queue's entry does not keep the queue alive")
-    func markerDoesNotRetainQueue() {
-        weak var weakQueue: DispatchQueue?
-        do {
-            let queue = GCDQueue(name: "test.lifetime")
-            weakQueue = queue.dispatchQueue
-            queue.sync {}
+    func markerDoesNotRetainQueue() async throws {
+        try await offPoolTest { checks in
+            weak var weakQueue: DispatchQueue?
+            do {
+                let queue = GCDQueue(name: "test.lifetime")
+                weakQueue = queue.dispatchQueue
+                queue.sync {}
+            }
+            checks.expect(weakQueue == nil)
         }
-        #expect(weakQueue == nil)
     }
 
     @Test("sync returns the block's value and runs inline on its own queue, also through nested syncs")
-    func syncGuard() {
-        let a = GCDQueue(name: "test.a")
-        let b = GCDQueue(name: "test.b")
-        #expect(a.sync { 41 + 1 } == 42)
-        let nested = a.sync { b.sync { a.sync { "inline" } } }
-        #expect(nested == "inline")
-        let fromAsync = AtomicBox<String?>(nil)
-        let done = DispatchSemaphore(value: 0)
-        a.async {
-            let value = b.sync { a.sync { a.isCurrent ? "inside a" : "not inside" } }
-            fromAsync.mutate { $0 = value }
-            done.signal()
+    func syncGuard() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.a")
+            let b = GCDQueue(name: "test.b")
+            checks.expect(a.sync { 41 + 1 } == 42)
+            let nested = a.sync { b.sync { a.sync { "inline" } } }
+            checks.expect(nested == "inline")
+            let fromAsync = AtomicBox<String?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            a.async {
+                let value = b.sync { a.sync { a.isCurrent ? "inside a" : "not inside" } }
+                fromAsync.mutate { $0 = value }
+                done.signal()
+            }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(fromAsync.value == "inside a")
         }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(fromAsync.value == "inside a")
     }
 
     @Test("inside a raw queue that targets a DispatchKit queue, that queue is current and sync onto it runs inline")
@@ -100,9 +107,11 @@ struct GCDQueueTests {
     }
 
     @Test("sync rethrows the block's error")
-    func syncThrows() {
-        struct Boom: Error {}
-        #expect(throws: Boom.self) { try GCDQueue(name: "test.throw").sync { throw Boom() } }
+    func syncThrows() async throws {
+        try await offPoolTest { checks in
+            struct Boom: Error {}
+            checks.expect(throws: Boom.self) { try GCDQueue(name: "test.throw").sync { throw Boom() } }
+        }
     }
 
     @Test("async chains with <<<, arrays keep their order, and a serial queue keeps submission order")
@@ -163,17 +172,19 @@ struct GCDQueueTests {
         arguments: [GCDQueue.Kind.serial, .concurrent],
         [0, 1, 2, 3, 1000]
     )
-    func iterate(kind: GCDQueue.Kind, count: Int) {
-        let queue = GCDQueue(name: "test.iterate", kind: kind)
-        let seen = AtomicBox<[Int]>([])
-        queue.iterate(count) { index in seen.mutate { $0.append(index) } }
-        #expect(seen.value.sorted() == Array(0..<count))
-        let inline = queue.sync { () -> [Int] in
-            let inner = AtomicBox<[Int]>([])
-            queue.iterate(5) { index in inner.mutate { $0.append(index) } }
-            return inner.value
+    func iterate(kind: GCDQueue.Kind, count: Int) async throws {
+        try await offPoolTest { checks in
+            let queue = GCDQueue(name: "test.iterate", kind: kind)
+            let seen = AtomicBox<[Int]>([])
+            queue.iterate(count) { index in seen.mutate { $0.append(index) } }
+            checks.expect(seen.value.sorted() == Array(0..<count))
+            let inline = queue.sync { () -> [Int] in
+                let inner = AtomicBox<[Int]>([])
+                queue.iterate(5) { index in inner.mutate { $0.append(index) } }
+                return inner.value
+            }
+            checks.expect(inline.sorted() == [0, 1, 2, 3, 4], "called inside its own queue it runs inline")
         }
-        #expect(inline.sorted() == [0, 1, 2, 3, 4], "called inside its own queue it runs inline")
     }
 
     @Test("iterate with a negative count traps with a message naming the count")
@@ -268,24 +279,31 @@ struct GCDQueueLogicalNestingTests {
     }
 
     @Test("along random nested sync paths, current is always the innermost queue")
-    func currentAlongRandomPaths() {
+    func currentAlongRandomPaths() async {
         let queues = [
             GCDQueue(name: "test.random.a"), GCDQueue(name: "test.random.b"),
             GCDQueue(name: "test.random.c", kind: .concurrent), GCDQueue(name: "test.random.d"),
         ]
         let wrong = AtomicBox(0)
         let checked = AtomicBox(0)
-        #expect(
-            finishes {
-                var generator = SystemRandomNumberGenerator()
-                for _ in 0..<500 {
-                    let path = (0..<Int.random(in: 1...6, using: &generator)).map { _ in
-                        queues.randomElement(using: &generator)!
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here all paths are
+        // walked one after another on one thread, so the inversion never meets itself: the test claims exactly
+        // those reports.
+        let (finished, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.random.")) {
+            await offPool {  // `finishes` waits for its thread: off the cooperative pool
+                self.finishes {
+                    var generator = SystemRandomNumberGenerator()
+                    for _ in 0..<500 {
+                        let path = (0..<Int.random(in: 1...6, using: &generator)).map { _ in
+                            queues.randomElement(using: &generator)!
+                        }
+                        Self.walk(path[...], wrong: wrong, checked: checked)
                     }
-                    Self.walk(path[...], wrong: wrong, checked: checked)
                 }
             }
-        )
+        }
+        #expect(finished)
         #expect(checked.value > 500)
         #expect(wrong.value == 0)
     }

@@ -7,13 +7,15 @@ import Testing
 @Suite("DispatchKit operators on AtomicPrimitives", .timeLimit(.minutes(1)))
 struct OperatorTests {
     @Test("semaphore <<< performs, -- waits, ++ signals")
-    func semaphoreSugar() {
-        let semaphore = CountingSemaphore(.binary)
-        #expect((semaphore <<< { 7 }) == 7)
-        semaphore--
-        #expect(semaphore.wait(.now()) == .timedOut)
-        semaphore++
-        #expect(semaphore.wait(.now()) == .success)
+    func semaphoreSugar() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore(.binary)
+            checks.expect((semaphore <<< { 7 }) == 7)
+            semaphore--
+            checks.expect(semaphore.wait(.now()) == .timedOut)
+            semaphore++
+            checks.expect(semaphore.wait(.now()) == .success)
+        }
     }
 
     @Test("lock <<< runs under the lock, box <<< mutates")

@@ -6,26 +6,28 @@ import Testing
 @Suite("QueueSafeValue: re-entrancy, errors and lifetimes", .timeLimit(.minutes(1)))
 struct QueueSafeValueLifetimeTests {
     @Test("a wait command inside a command closure of the same value fails at once with reentrantWait")
-    func reentrantWait() {
-        let value = QueueSafeValue(value: 0)
-        let nested = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
-        value.wait.lowestPriority.set { _ in
-            let results = [value.wait.lowestPriority.get(), value.wait.highestPriority.set(newValue: 9)]
-            nested.mutate { $0 = results }
-        }
-        #expect(nested.value == [.failure(.reentrantWait), .failure(.reentrantWait)])
+    func reentrantWait() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let nested = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
+            value.wait.lowestPriority.set { _ in
+                let results = [value.wait.lowestPriority.get(), value.wait.highestPriority.set(newValue: 9)]
+                nested.mutate { $0 = results }
+            }
+            checks.expect(nested.value == [.failure(.reentrantWait), .failure(.reentrantWait)])
 
-        let queue = TaggedQueue("test.reentrant")
-        let fromAsync = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { _ in
-            let result = value.wait.lowestPriority.get()
-            fromAsync.mutate { $0 = result }
-            finished.signal()
-        })
-        #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(fromAsync.value == .failure(.reentrantWait))
-        #expect(value.wait.lowestPriority.get() == .success(0), "the failed commands changed nothing")
+            let queue = TaggedQueue("test.reentrant")
+            let fromAsync = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { _ in
+                let result = value.wait.lowestPriority.get()
+                fromAsync.mutate { $0 = result }
+                finished.signal()
+            })
+            checks.expect(finished.wait(timeout: deadline()) == .success)
+            checks.expect(fromAsync.value == .failure(.reentrantWait))
+            checks.expect(value.wait.lowestPriority.get() == .success(0), "the failed commands changed nothing")
+        }
     }
 
     @Test("a wait after a manual closure returned but before its done simply waits")
@@ -57,15 +59,17 @@ struct QueueSafeValueLifetimeTests {
         let value = QueueSafeValue(value: [String]())
         let queue = TaggedQueue("test.nested")
         let spawned = AtomicBox<Task<Void, Never>?>(nil)
-        value.wait.lowestPriority.set { log in
-            log.append("outer start")
-            value.async(performIn: queue.queue).highestPriority.set(accessClosure: { $0.append("async") })
-            spawned.mutate { $0 = Task { await value.suspend.lowestPriority.set { $0.append("suspend") } } }
-            log.append("outer end")
+        _ = await offPool {  // a wait command blocks its caller: it does not run on a task
+            value.wait.lowestPriority.set { log in
+                log.append("outer start")
+                value.async(performIn: queue.queue).highestPriority.set(accessClosure: { $0.append("async") })
+                spawned.mutate { $0 = Task { await value.suspend.lowestPriority.set { $0.append("suspend") } } }
+                log.append("outer end")
+            }
         }
         await spawned.value?.value
-        #expect(queue.drain())
-        let log = (try? value.wait.lowestPriority.get().get()) ?? []
+        #expect(await offPool { queue.drain() })
+        let log = await offPool { (try? value.wait.lowestPriority.get().get()) ?? [] }
         #expect(Array(log.prefix(2)) == ["outer start", "outer end"])
         #expect(Set(log.dropFirst(2)) == ["async", "suspend"])
     }
@@ -148,18 +152,20 @@ struct QueueSafeValueLifetimeTests {
     }
 
     @Test("the shorthand holders work, and a temporary holder fails")
-    func shorthandHolders() {
-        let synced = QueueSafeSyncedValue(value: 1)
-        #expect(synced.highestPriority.set { $0 += 1 } == .success(2))
-        #expect(synced.lowestPriority.get() == .success(2))
-        #expect(QueueSafeSyncedValue(value: 1).lowestPriority.get() == .failure(.valueContainerDeinited))
+    func shorthandHolders() async throws {
+        try await offPoolTest { checks in
+            let synced = QueueSafeSyncedValue(value: 1)
+            checks.expect(synced.highestPriority.set { $0 += 1 } == .success(2))
+            checks.expect(synced.lowestPriority.get() == .success(2))
+            checks.expect(QueueSafeSyncedValue(value: 1).lowestPriority.get() == .failure(.valueContainerDeinited))
 
-        let queue = TaggedQueue("test.asynced")
-        let asynced = QueueSafeAsyncedValue(value: 10, queue: queue.queue)
-        let seen = AtomicBox<[Bool]>([])
-        asynced.lowestPriority.set(newValue: 11)
-        asynced.highestPriority.get { result in seen.mutate { $0.append(queue.isCurrent && result == .success(11)) } }
-        #expect(queue.drain())
-        #expect(seen.value == [true])
+            let queue = TaggedQueue("test.asynced")
+            let asynced = QueueSafeAsyncedValue(value: 10, queue: queue.queue)
+            let seen = AtomicBox<[Bool]>([])
+            asynced.lowestPriority.set(newValue: 11)
+            asynced.highestPriority.get { result in seen.mutate { $0.append(queue.isCurrent && result == .success(11)) } }
+            checks.expect(queue.drain())
+            checks.expect(seen.value == [true])
+        }
     }
 }

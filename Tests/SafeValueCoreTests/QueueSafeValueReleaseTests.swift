@@ -93,31 +93,34 @@ enum KeptCommand: Sendable {
     ) async -> QueueSafeValueError? {
         switch self {
         case .wait(let wait):
-            let errors = AtomicBox<QueueSafeValueError?>(nil)
-            func record<T>(_ result: Result<T, QueueSafeValueError>) {
-                if case .failure(let error) = result { errors.mutate { $0 = error } }
-            }
-            switch command {
-            case "get()": record(wait.get())
-            case "get(completion:)": wait.get { result in record(result) }
-            case "get(manualCompletion:)":
-                wait.get { result, done in
-                    if case .success = result { closureRan() }
-                    record(result)
-                    done()
+            // The wait schedule blocks its caller: it runs off the cooperative pool.
+            return await offPool {
+                let errors = AtomicBox<QueueSafeValueError?>(nil)
+                func record<T>(_ result: Result<T, QueueSafeValueError>) {
+                    if case .failure(let error) = result { errors.mutate { $0 = error } }
                 }
-            case "set(newValue:)": record(wait.set(newValue: Tracked(census)))
-            case "set(completion:)": record(wait.set { _ in closureRan() })
-            case "set(manualCompletion:)":
-                record(
-                    wait.set { _, done in
-                        closureRan()
+                switch command {
+                case "get()": record(wait.get())
+                case "get(completion:)": wait.get { result in record(result) }
+                case "get(manualCompletion:)":
+                    wait.get { result, done in
+                        if case .success = result { closureRan() }
+                        record(result)
                         done()
                     }
-                )
-            default: record(wait.map { _ in closureRan() })
+                case "set(newValue:)": record(wait.set(newValue: Tracked(census)))
+                case "set(completion:)": record(wait.set { _ in closureRan() })
+                case "set(manualCompletion:)":
+                    record(
+                        wait.set { _, done in
+                            closureRan()
+                            done()
+                        }
+                    )
+                default: record(wait.map { _ in closureRan() })
+                }
+                return errors.value
             }
-            return errors.value
         case .async(let asyncCommand):
             return await withCheckedContinuation { (continuation: CheckedContinuation<QueueSafeValueError?, Never>) in
                 let finish: @Sendable (Result<Tracked, QueueSafeValueError>) -> Void = { result in
@@ -318,38 +321,40 @@ struct QueueSafeValueReleaseTests {
     }
 
     @Test("a busy queue keeps no closure of a command that ran")
-    func busyQueueKeepsNoRunClosures() {
-        let captures = Census()
-        let value = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.release.busy")
-        let first = ValueHold(value, on: queue.queue)
-        #expect(first.isHolding())
-        let ran = DispatchGroup()
-        for _ in 0..<5 {
-            let capture = Tracked(captures)
-            ran.enter()
-            value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { [capture] _ in
-                withExtendedLifetime(capture) {}
-                ran.leave()
+    func busyQueueKeepsNoRunClosures() async throws {
+        try await offPoolTest { checks in
+            let captures = Census()
+            let value = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.release.busy")
+            let first = ValueHold(value, on: queue.queue)
+            checks.expect(first.isHolding())
+            let ran = DispatchGroup()
+            for _ in 0..<5 {
+                let capture = Tracked(captures)
+                ran.enter()
+                value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { [capture] _ in
+                    withExtendedLifetime(capture) {}
+                    ran.leave()
+                })
+            }
+            // A second hold, then one more command: the queue never empties while the five run.
+            let doneSecond = AtomicBox<CommandCompletionClosure?>(nil)
+            let holdingSecond = DispatchSemaphore(value: 0)
+            value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { _, done in
+                doneSecond.mutate { $0 = done }
+                holdingSecond.signal()
             })
+            value.async(performIn: queue.queue).lowestPriority.set(newValue: 1)
+            checks.expect(value.waitingCommandCount == 7)
+            first.release()
+            checks.expect(ran.wait(timeout: deadline()) == .success)
+            checks.expect(holdingSecond.wait(timeout: deadline()) == .success)
+            checks.expect(queue.drain())
+            checks.expect(value.waitingCommandCount == 1)
+            checks.expect(captures.alive == 0, "closures of commands that ran are still referenced")
+            doneSecond.value?()
+            checks.expect(queue.drain())
+            checks.expect(value.wait.lowestPriority.get() == .success(1))
         }
-        // A second hold, then one more command: the queue never empties while the five run.
-        let doneSecond = AtomicBox<CommandCompletionClosure?>(nil)
-        let holdingSecond = DispatchSemaphore(value: 0)
-        value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { _, done in
-            doneSecond.mutate { $0 = done }
-            holdingSecond.signal()
-        })
-        value.async(performIn: queue.queue).lowestPriority.set(newValue: 1)
-        #expect(value.waitingCommandCount == 7)
-        first.release()
-        #expect(ran.wait(timeout: deadline()) == .success)
-        #expect(holdingSecond.wait(timeout: deadline()) == .success)
-        #expect(queue.drain())
-        #expect(value.waitingCommandCount == 1)
-        #expect(captures.alive == 0, "closures of commands that ran are still referenced")
-        doneSecond.value?()
-        #expect(queue.drain())
-        #expect(value.wait.lowestPriority.get() == .success(1))
     }
 }
