@@ -89,9 +89,12 @@ struct CountingSemaphoreTests {
     @Test("releasing a semaphore whose resources are taken is safe")
     func releaseWhileTaken() async {
         await #expect(processExitsWith: .success) {
-            for kind in [CountingSemaphore.Kind.binary, .counting(2)] {
-                let semaphore = CountingSemaphore(kind)
-                semaphore.wait()
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                for kind in [CountingSemaphore.Kind.binary, .counting(2)] {
+                    let semaphore = CountingSemaphore(kind)
+                    semaphore.wait()
+                }
             }
         }
     }

@@ -117,19 +117,22 @@ struct GCDQueueIterateTests {
     )
     func iterationSyncOntoCallersSerialQueueTraps(shape: HeldShape) async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [shape] in
-            let a = GCDQueue(name: "test.iterate.held.a")
-            let b = GCDQueue(name: "test.iterate.held.b")
-            let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
-            let d = GCDQueue(name: "test.iterate.held.d", kind: .concurrent)
-            let counter = UnguardedCounter()
-            a.sync {
-                c.iterate(64) { _ in
-                    switch shape {
-                    case .direct: a.sync { counter.slowIncrement() }
-                    case .throughOwnSync: b.sync { a.sync { counter.slowIncrement() } }
-                    case .throughNestedIterate: d.iterate(4) { _ in a.sync { counter.slowIncrement() } }
-                    case .serialIterate: a.iterate(2) { _ in counter.slowIncrement() }
-                    case .taskSync: GCDTask(queue: a) { counter.slowIncrement() }.sync()
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let a = GCDQueue(name: "test.iterate.held.a")
+                let b = GCDQueue(name: "test.iterate.held.b")
+                let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
+                let d = GCDQueue(name: "test.iterate.held.d", kind: .concurrent)
+                let counter = UnguardedCounter()
+                a.sync {
+                    c.iterate(64) { _ in
+                        switch shape {
+                        case .direct: a.sync { counter.slowIncrement() }
+                        case .throughOwnSync: b.sync { a.sync { counter.slowIncrement() } }
+                        case .throughNestedIterate: d.iterate(4) { _ in a.sync { counter.slowIncrement() } }
+                        case .serialIterate: a.iterate(2) { _ in counter.slowIncrement() }
+                        case .taskSync: GCDTask(queue: a) { counter.slowIncrement() }.sync()
+                        }
                     }
                 }
             }
@@ -163,9 +166,12 @@ struct GCDQueueIterateTests {
     @Test("an iteration's barrierSync onto a concurrent queue its caller is in traps")
     func iterationBarrierOntoCallersConcurrentQueueTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let outer = GCDQueue(name: "test.iterate.held.barrier", kind: .concurrent)
-            let c = GCDQueue(name: "test.iterate.held.barrier.c", kind: .concurrent)
-            outer.sync { c.iterate(4) { _ in outer.barrierSync {} } }
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let outer = GCDQueue(name: "test.iterate.held.barrier", kind: .concurrent)
+                let c = GCDQueue(name: "test.iterate.held.barrier.c", kind: .concurrent)
+                outer.sync { c.iterate(4) { _ in outer.barrierSync {} } }
+            }
         }
         let stderr = text(result?.standardErrorContent)
         #expect(

@@ -110,8 +110,11 @@ struct GCDQueueSuspendAndBarrierTests {
     @Test("barrierSync from inside the same concurrent queue traps instead of deadlocking")
     func barrierSyncInsideTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let queue = GCDQueue(name: "test.barrier.inside", kind: .concurrent)
-            queue.sync { queue.barrierSync {} }
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let queue = GCDQueue(name: "test.barrier.inside", kind: .concurrent)
+                queue.sync { queue.barrierSync {} }
+            }
         }
         let stderr = text(result?.standardErrorContent)
         #expect(stderr.contains("GCDQueue.barrierSync: called from inside concurrent queue 'test.barrier.inside'"))

@@ -129,18 +129,21 @@ struct GCDTaskAndGroupTests {
     )
     func unbalancedLeaveTraps(shape: Unbalanced) async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [shape] in
-            let group = GCDGroup(queue: GCDQueue(name: "test.group.unbalanced"))
-            switch shape {
-            case .leaveOnNewGroup:
-                break
-            case .leaveTwiceAfterOneEnter:
-                group.enter()
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let group = GCDGroup(queue: GCDQueue(name: "test.group.unbalanced"))
+                switch shape {
+                case .leaveOnNewGroup:
+                    break
+                case .leaveTwiceAfterOneEnter:
+                    group.enter()
+                    group.leave()
+                case .leaveAfterBlocksRan:
+                    group <<< {} <<< {}
+                    group.wait()
+                }
                 group.leave()
-            case .leaveAfterBlocksRan:
-                group <<< {} <<< {}
-                group.wait()
             }
-            group.leave()
         }
         let stderr = text(result?.standardErrorContent)
         #expect(

@@ -113,19 +113,22 @@ struct ConcurrentOperationTests {
         // In a child process nothing else runs, so its CPU time is this operation's alone. A spinning wait (as in
         // Queuer) would burn about 300 ms of CPU in these 300 ms.
         await #expect(processExitsWith: .success) {
-            let queuer = Queuer(name: "test.manualfinish.cpu")
-            let started = DispatchSemaphore(value: 0)
-            let operation = ConcurrentOperation { _ in started.signal() }
-            operation.manualFinish = true
-            queuer.addOperation(operation)
-            guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
-            let before = processCPUTime()
-            _ = CountingSemaphore().wait(.now() + .milliseconds(300))  // 300 ms in which nothing should run
-            let used = processCPUTime() - before
-            guard !operation.isFinished, used < 100_000_000 else { exit(3) }
-            operation.finish()
-            queuer.waitUntilAllOperationsAreFinished()
-            exit(operation.isFinished ? 0 : 4)
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let queuer = Queuer(name: "test.manualfinish.cpu")
+                let started = DispatchSemaphore(value: 0)
+                let operation = ConcurrentOperation { _ in started.signal() }
+                operation.manualFinish = true
+                queuer.addOperation(operation)
+                guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
+                let before = processCPUTime()
+                _ = CountingSemaphore().wait(.now() + .milliseconds(300))  // 300 ms in which nothing should run
+                let used = processCPUTime() - before
+                guard !operation.isFinished, used < 100_000_000 else { exit(3) }
+                operation.finish()
+                queuer.waitUntilAllOperationsAreFinished()
+                exit(operation.isFinished ? 0 : 4)
+            }
         }
     }
 

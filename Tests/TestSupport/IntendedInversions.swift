@@ -9,11 +9,12 @@ package func isIntendedQueueInversion(
     namePrefix: String,
     includingMain: Bool = false
 ) -> @Sendable (DiagnosticReport) -> Bool {
-    { report in
+    // A resource reads `"GCDQueue 'name'" (GCDQueue made at File.swift:12)`: its quoted name comes first.
+    let ours = "\"GCDQueue '\(namePrefix)"
+    let main = "\"GCDQueue.main\""
+    return { report in
         report.kind == .lockOrderCycle
-            && report.resources.contains { $0.hasPrefix("GCDQueue '\(namePrefix)") }
-            && report.resources.allSatisfy {
-                $0.hasPrefix("GCDQueue '\(namePrefix)") || (includingMain && $0 == "GCDQueue.main")
-            }
+            && report.resources.contains { $0.hasPrefix(ours) }
+            && report.resources.allSatisfy { $0.hasPrefix(ours) || (includingMain && $0.hasPrefix(main)) }
     }
 }
