@@ -9,18 +9,20 @@ struct CountingSemaphoreTests {
         "perform admits exactly as many threads as the semaphore has resources",
         arguments: [CountingSemaphore.Kind.binary, .counting(2), .counting(3)]
     )
-    func admitsItsResourceCount(kind: CountingSemaphore.Kind) {
-        let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
-        let semaphore = CountingSemaphore(kind)
-        let gauge = ConcurrencyGauge()
-        let finished = runOnThreads(resources + 2) { _ in
-            for _ in 0..<200 {
-                semaphore.perform { gauge.measure {} }
+    func admitsItsResourceCount(kind: CountingSemaphore.Kind) async throws {
+        try await offPoolTest { checks in
+            let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
+            let semaphore = CountingSemaphore(kind)
+            let gauge = ConcurrencyGauge()
+            let finished = runOnThreads(resources + 2) { _ in
+                for _ in 0..<200 {
+                    semaphore.perform { gauge.measure {} }
+                }
             }
+            checks.expect(finished)
+            checks.expect(gauge.peak <= resources)
+            checks.expect(gauge.peak >= 1)
         }
-        #expect(finished)
-        #expect(gauge.peak <= resources)
-        #expect(gauge.peak >= 1)
     }
 
     @Test("counting(n) lets n waits pass at once, and the next one wait")
@@ -35,17 +37,19 @@ struct CountingSemaphoreTests {
     }
 
     @Test("a barrier blocks until another thread signals")
-    func barrierBlocksUntilSignal() {
-        let barrier = CountingSemaphore()
-        let passed = DispatchSemaphore(value: 0)
-        onNewThread {
-            barrier.wait()
-            passed.signal()
+    func barrierBlocksUntilSignal() async throws {
+        try await offPoolTest { checks in
+            let barrier = CountingSemaphore()
+            let passed = DispatchSemaphore(value: 0)
+            onNewThread {
+                barrier.wait()
+                passed.signal()
+            }
+            checks.expect(eventually { barrier.waiterCount == 1 })
+            checks.expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            checks.expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
+            checks.expect(passed.wait(timeout: deadline()) == .success)
         }
-        #expect(eventually { barrier.waiterCount == 1 })
-        #expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        #expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
-        #expect(passed.wait(timeout: deadline()) == .success)
     }
 
     @Test("signal and continue return 0 when nobody waits, and add a resource")
@@ -133,18 +137,20 @@ struct CountingSemaphoreTests {
     }
 
     @Test("with two parked waiters, two signals each wake one and a third wakes none")
-    func signalCountsTwoWaiters() {
-        let semaphore = CountingSemaphore()
-        let woke = DispatchSemaphore(value: 0)
-        for _ in 0..<2 {
-            onNewThread {
-                semaphore.wait()
-                woke.signal()
+    func signalCountsTwoWaiters() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore()
+            let woke = DispatchSemaphore(value: 0)
+            for _ in 0..<2 {
+                onNewThread {
+                    semaphore.wait()
+                    woke.signal()
+                }
             }
+            checks.expect(eventually { semaphore.waiterCount == 2 })
+            checks.expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
+            for _ in 0..<2 { checks.expect(woke.wait(timeout: deadline()) == .success) }
         }
-        #expect(eventually { semaphore.waiterCount == 2 })
-        #expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
-        for _ in 0..<2 { #expect(woke.wait(timeout: deadline()) == .success) }
     }
 
     @Test("signalling past Int.max resources traps with a message naming CountingSemaphore")

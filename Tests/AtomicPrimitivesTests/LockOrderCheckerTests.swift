@@ -68,22 +68,24 @@ struct LockOrderCheckerTests {
     }
 
     @Test("locks always taken in one order are never reported, from any number of threads")
-    func consistentOrder() {
-        let a = MutexLock(name: "consistent-A")
-        let b = AtomicBox(0, name: "consistent-B")
-        let c = MutexLock(name: "consistent-C")
-        let found = reports(naming: "consistent-") {
-            #expect(
-                runOnThreads(contendingThreads) { _ in
-                    for _ in 0..<200 {
-                        a.withLock { b.mutate { _ in c.withLock {} } }
-                        a.withLock { c.withLock {} }
-                        b.mutate { _ in c.withLock {} }
+    func consistentOrder() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "consistent-A")
+            let b = AtomicBox(0, name: "consistent-B")
+            let c = MutexLock(name: "consistent-C")
+            let found = reports(naming: "consistent-") {
+                checks.expect(
+                    runOnThreads(contendingThreads) { _ in
+                        for _ in 0..<200 {
+                            a.withLock { b.mutate { _ in c.withLock {} } }
+                            a.withLock { c.withLock {} }
+                            b.mutate { _ in c.withLock {} }
+                        }
                     }
-                }
-            )
+                )
+            }
+            checks.expect(found.isEmpty)
         }
-        #expect(found.isEmpty)
     }
 
     @Test("a try-lock adds no edge, but a lock taken by try-lock counts as held")
@@ -217,31 +219,33 @@ struct LockOrderCheckerTests {
     }
 
     @Test("a lock destroyed on one thread while another holds it leaves the holder able to lock and report")
-    func lockDestroyedWhileAnotherThreadHoldsIt() {
-        let kept = MutexLock(name: "foreign-kept")
-        let other = MutexLock(name: "foreign-other")
-        let held = DispatchSemaphore(value: 0)
-        let destroyed = DispatchSemaphore(value: 0)
-        let box = AtomicBox<MutexLock?>(MutexLock(name: "foreign-gone"))
-        let found = reports(naming: "foreign-") {
-            #expect(
-                runOnThreads(2) { index in
-                    if index == 0 {
-                        box.value?.lock()
-                        held.signal()
-                        _ = destroyed.wait(timeout: deadline())
-                        kept.withLock { other.withLock {} }
-                    } else {
-                        _ = held.wait(timeout: deadline())
-                        box.mutate { $0 = nil }
-                        destroyed.signal()
+    func lockDestroyedWhileAnotherThreadHoldsIt() async throws {
+        try await offPoolTest { checks in
+            let kept = MutexLock(name: "foreign-kept")
+            let other = MutexLock(name: "foreign-other")
+            let held = DispatchSemaphore(value: 0)
+            let destroyed = DispatchSemaphore(value: 0)
+            let box = AtomicBox<MutexLock?>(MutexLock(name: "foreign-gone"))
+            let found = reports(naming: "foreign-") {
+                checks.expect(
+                    runOnThreads(2) { index in
+                        if index == 0 {
+                            box.value?.lock()
+                            held.signal()
+                            _ = destroyed.wait(timeout: deadline())
+                            kept.withLock { other.withLock {} }
+                        } else {
+                            _ = held.wait(timeout: deadline())
+                            box.mutate { $0 = nil }
+                            destroyed.signal()
+                        }
                     }
-                }
-            )
-            onThread { other.withLock { kept.withLock {} } }
+                )
+                onThread { other.withLock { kept.withLock {} } }
+            }
+            checks.expect(found.count == 1, "the holder's later locks are still checked")
+            checks.expect(found.first?.message.contains("foreign-gone") == false)
         }
-        #expect(found.count == 1, "the holder's later locks are still checked")
-        #expect(found.first?.message.contains("foreign-gone") == false)
     }
 
     @Test(

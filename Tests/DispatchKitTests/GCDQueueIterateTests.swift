@@ -48,53 +48,59 @@ struct GCDQueueIterateTests {
     }
 
     @Test("an iteration runs inside the iterated queue, not inside the queues its caller is in")
-    func iterationIsNotInsideCallersQueues() {
-        let a = GCDQueue(name: "test.iterate.inside.a")
-        let b = GCDQueue(name: "test.iterate.inside.b", kind: .concurrent)
-        let c = GCDQueue(name: "test.iterate.inside.c", kind: .concurrent)
-        let seen = AtomicBox<[[Bool]]>([])
-        #expect(
-            finishes {
-                a.sync {
-                    b.sync {
-                        c.iterate(16) { _ in
-                            let answer = [c.isCurrent, GCDQueue.current == c, a.isCurrent, b.isCurrent]
-                            seen.mutate { $0.append(answer) }
+    func iterationIsNotInsideCallersQueues() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.inside.a")
+            let b = GCDQueue(name: "test.iterate.inside.b", kind: .concurrent)
+            let c = GCDQueue(name: "test.iterate.inside.c", kind: .concurrent)
+            let seen = AtomicBox<[[Bool]]>([])
+            checks.expect(
+                finishes {
+                    a.sync {
+                        b.sync {
+                            c.iterate(16) { _ in
+                                let answer = [c.isCurrent, GCDQueue.current == c, a.isCurrent, b.isCurrent]
+                                seen.mutate { $0.append(answer) }
+                            }
                         }
                     }
                 }
-            }
-        )
-        #expect(seen.value.count == 16)
-        #expect(seen.value.allSatisfy { $0 == [true, true, false, false] }, "\(seen.value)")
+            )
+            checks.expect(seen.value.count == 16)
+            checks.expect(seen.value.allSatisfy { $0 == [true, true, false, false] }, "\(seen.value)")
+        }
     }
 
     @Test("an iteration may sync onto a concurrent queue its caller is in: that neither waits nor breaks exclusion")
-    func iterationSyncsOntoCallersConcurrentQueue() {
-        let outer = GCDQueue(name: "test.iterate.held.concurrent", kind: .concurrent)
-        let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
-        let count = AtomicBox(0)
-        #expect(finishes { outer.sync { c.iterate(64) { _ in outer.sync { count.mutate { $0 += 1 } } } } })
-        #expect(count.value == 64)
+    func iterationSyncsOntoCallersConcurrentQueue() async throws {
+        try await offPoolTest { checks in
+            let outer = GCDQueue(name: "test.iterate.held.concurrent", kind: .concurrent)
+            let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
+            let count = AtomicBox(0)
+            checks.expect(finishes { outer.sync { c.iterate(64) { _ in outer.sync { count.mutate { $0 += 1 } } } } })
+            checks.expect(count.value == 64)
+        }
     }
 
     @Test("a serial queue's iterate called inside it runs inline, in order")
-    func serialQueueInsideRunsInline() {
-        let a = GCDQueue(name: "test.iterate.serial.inline")
-        let order = UnguardedCounter()
-        let seen = AtomicBox<[Int]>([])
-        #expect(
-            finishes {
-                a.sync {
-                    a.iterate(100) { index in
-                        order.value += 1
-                        seen.mutate { $0.append(index) }
+    func serialQueueInsideRunsInline() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.serial.inline")
+            let order = UnguardedCounter()
+            let seen = AtomicBox<[Int]>([])
+            checks.expect(
+                finishes {
+                    a.sync {
+                        a.iterate(100) { index in
+                            order.value += 1
+                            seen.mutate { $0.append(index) }
+                        }
                     }
                 }
-            }
-        )
-        #expect(seen.value == Array(0..<100))
-        #expect(order.value == 100)
+            )
+            checks.expect(seen.value == Array(0..<100))
+            checks.expect(order.value == 100)
+        }
     }
 
     /// The shapes of a call that would need a serial queue its caller holds; each must trap, never run in parallel.

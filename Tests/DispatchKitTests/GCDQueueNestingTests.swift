@@ -125,50 +125,54 @@ private struct NestingModel: Sendable {
 @Suite("GCDQueue.current and isCurrent along nested syncs", .timeLimit(.minutes(1)))
 struct GCDQueueNestingTests {
     @Test("after a sync through a global queue, current is the innermost queue: a > default > a > b is b")
-    func currentAfterGlobalHop() {
-        let a = GCDQueue(name: "test.nesting.hop.a")
-        let b = GCDQueue(name: "test.nesting.hop.b")
-        let seen = AtomicBox<[String]>([])
-        let finished = runOnThreads(1, seconds: 10) { _ in
-            a.sync {
-                GCDQueue.default.sync {
-                    a.sync {
-                        b.sync {
-                            let current = GCDQueue.current
-                            let name = current == b ? "b" : current == a ? "a" : "other"
-                            seen.mutate { $0 += [name, "b current: \(b.isCurrent)", "a current: \(a.isCurrent)"] }
+    func currentAfterGlobalHop() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.nesting.hop.a")
+            let b = GCDQueue(name: "test.nesting.hop.b")
+            let seen = AtomicBox<[String]>([])
+            let finished = runOnThreads(1, seconds: 10) { _ in
+                a.sync {
+                    GCDQueue.default.sync {
+                        a.sync {
+                            b.sync {
+                                let current = GCDQueue.current
+                                let name = current == b ? "b" : current == a ? "a" : "other"
+                                seen.mutate { $0 += [name, "b current: \(b.isCurrent)", "a current: \(a.isCurrent)"] }
+                            }
+                            seen.mutate { $0.append(GCDQueue.current == a ? "a" : "other") }
                         }
-                        seen.mutate { $0.append(GCDQueue.current == a ? "a" : "other") }
+                        seen.mutate { $0.append(GCDQueue.current == .default ? "default" : "other") }
                     }
-                    seen.mutate { $0.append(GCDQueue.current == .default ? "default" : "other") }
                 }
             }
+            checks.expect(finished)
+            checks.expect(seen.value == ["b", "b current: true", "a current: true", "a", "default"])
         }
-        #expect(finished)
-        #expect(seen.value == ["b", "b current: true", "a current: true", "a", "default"])
     }
 
     @Test("after hops from one global queue to another and back, current is that global queue, not an inline sync's")
-    func currentAfterGlobalToGlobalHops() {
-        let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
-        let seen = AtomicBox<[Bool]>([])
-        let finished = runOnThreads(1, seconds: 10) { _ in
-            c.sync {
-                GCDQueue.default.sync {
-                    c.sync {
-                        GCDQueue.utility.sync {
-                            GCDQueue.default.sync {
-                                seen.mutate { $0 += [GCDQueue.current == .default, c.isCurrent] }
+    func currentAfterGlobalToGlobalHops() async throws {
+        try await offPoolTest { checks in
+            let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
+            let seen = AtomicBox<[Bool]>([])
+            let finished = runOnThreads(1, seconds: 10) { _ in
+                c.sync {
+                    GCDQueue.default.sync {
+                        c.sync {
+                            GCDQueue.utility.sync {
+                                GCDQueue.default.sync {
+                                    seen.mutate { $0 += [GCDQueue.current == .default, c.isCurrent] }
+                                }
+                                seen.mutate { $0.append(GCDQueue.current == .utility) }
                             }
-                            seen.mutate { $0.append(GCDQueue.current == .utility) }
+                            seen.mutate { $0.append(GCDQueue.current == c) }
                         }
-                        seen.mutate { $0.append(GCDQueue.current == c) }
                     }
                 }
             }
+            checks.expect(finished)
+            checks.expect(seen.value == [true, true, true, true])
         }
-        #expect(finished)
-        #expect(seen.value == [true, true, true, true])
     }
 
     @Test("along random nested syncs through serial, concurrent and global queues, current is the model's top")

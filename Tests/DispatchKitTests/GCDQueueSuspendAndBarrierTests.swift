@@ -8,20 +8,22 @@ import Testing
 @Suite("GCDQueue: suspend, resume, barrierSync", .timeLimit(.minutes(1)))
 struct GCDQueueSuspendAndBarrierTests {
     @Test("a suspended queue starts no block until resumed, and suspensions nest")
-    func suspendHolds() {
-        let queue = GCDQueue(name: "test.suspend")
-        let ran = DispatchSemaphore(value: 0)
-        queue.suspend()
-        queue.suspend()
-        #expect(queue.isSuspended)
-        queue.async { ran.signal() }
-        #expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        queue.resume()
-        #expect(queue.isSuspended, "one suspend is left")
-        #expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        queue.resume()
-        #expect(!queue.isSuspended)
-        #expect(ran.wait(timeout: deadline()) == .success)
+    func suspendHolds() async throws {
+        try await offPoolTest { checks in
+            let queue = GCDQueue(name: "test.suspend")
+            let ran = DispatchSemaphore(value: 0)
+            queue.suspend()
+            queue.suspend()
+            checks.expect(queue.isSuspended)
+            queue.async { ran.signal() }
+            checks.expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            queue.resume()
+            checks.expect(queue.isSuspended, "one suspend is left")
+            checks.expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            queue.resume()
+            checks.expect(!queue.isSuspended)
+            checks.expect(ran.wait(timeout: deadline()) == .success)
+        }
     }
 
     @Test("copies of a GCDQueue share its suspension")

@@ -22,37 +22,41 @@ struct GCDTaskAndGroupTests {
     }
 
     @Test("a task cancelled before it runs skips its block, and its chain still follows")
-    func cancelledTask() {
-        let ran = AtomicBox<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let task = GCDTask(queue: GCDQueue(name: "test.cancel")) { ran.mutate { $0.append("task") } }
-        task <> {
-            ran.mutate { $0.append("next") }
-            done.signal()
+    func cancelledTask() async throws {
+        try await offPoolTest { checks in
+            let ran = AtomicBox<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            let task = GCDTask(queue: GCDQueue(name: "test.cancel")) { ran.mutate { $0.append("task") } }
+            task <> {
+                ran.mutate { $0.append("next") }
+                done.signal()
+            }
+            task.cancel()
+            task.async()
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(ran.value == ["next"])
+            checks.expect(task.isCancelled)
         }
-        task.cancel()
-        task.async()
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(ran.value == ["next"])
-        #expect(task.isCancelled)
     }
 
     @Test("chains keep their order across queues, with queue + block and <>")
-    func chains() {
-        let first = GCDQueue(name: "test.chain.1")
-        let second = GCDQueue(name: "test.chain.2")
-        let log = AtomicBox<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        let start = first + { log.mutate { $0.append("a on first: \(first.isCurrent)") } }
-        start <> { log.mutate { $0.append("b on first: \(first.isCurrent)") } }
-            <> GCDTask(queue: second) { log.mutate { $0.append("c on second: \(second.isCurrent)") } }
-            <> {
-                log.mutate { $0.append("d on second: \(second.isCurrent)") }
-                done.signal()
-            }
-        start.async()
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value == ["a on first: true", "b on first: true", "c on second: true", "d on second: true"])
+    func chains() async throws {
+        try await offPoolTest { checks in
+            let first = GCDQueue(name: "test.chain.1")
+            let second = GCDQueue(name: "test.chain.2")
+            let log = AtomicBox<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            let start = first + { log.mutate { $0.append("a on first: \(first.isCurrent)") } }
+            start <> { log.mutate { $0.append("b on first: \(first.isCurrent)") } }
+                <> GCDTask(queue: second) { log.mutate { $0.append("c on second: \(second.isCurrent)") } }
+                <> {
+                    log.mutate { $0.append("d on second: \(second.isCurrent)") }
+                    done.signal()
+                }
+            start.async()
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == ["a on first: true", "b on first: true", "c on second: true", "d on second: true"])
+        }
     }
 
     @Test("chaining to a finished task starts at once")

@@ -31,27 +31,29 @@ struct QueueSafeValueLifetimeTests {
     }
 
     @Test("a wait after a manual closure returned but before its done simply waits")
-    func waitAfterManualClosureReturned() {
-        let value = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.manual.wait")
-        let done = AtomicBox<CommandCompletionClosure?>(nil)
-        let result = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        queue.queue.async {
-            value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { current, finish in
-                current = 4
-                done.mutate { $0 = finish }
-                // Returned on this thread without done: a wait issued from here later must wait, not fail.
-                queue.queue.async {
-                    onNewThread { done.value?() }
-                    let waited = value.wait.lowestPriority.get()
-                    result.mutate { $0 = waited }
-                    finished.signal()
-                }
-            })
+    func waitAfterManualClosureReturned() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.manual.wait")
+            let done = AtomicBox<CommandCompletionClosure?>(nil)
+            let result = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            queue.queue.async {
+                value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { current, finish in
+                    current = 4
+                    done.mutate { $0 = finish }
+                    // Returned on this thread without done: a wait issued from here later must wait, not fail.
+                    queue.queue.async {
+                        onNewThread { done.value?() }
+                        let waited = value.wait.lowestPriority.get()
+                        result.mutate { $0 = waited }
+                        finished.signal()
+                    }
+                })
+            }
+            checks.expect(finished.wait(timeout: deadline()) == .success)
+            checks.expect(result.value == .success(4))
         }
-        #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(result.value == .success(4))
     }
 
     @Test("async and suspend commands issued inside a command are queued and run after it")
@@ -75,27 +77,29 @@ struct QueueSafeValueLifetimeTests {
     }
 
     @Test("a nil closure gives commandClosureDeallocated, and a released holder wins over it")
-    func nilClosures() {
-        let value = QueueSafeValue(value: 0)
-        #expect(value.wait.lowestPriority.set(completion: nil) == .failure(.commandClosureDeallocated))
-        #expect(value.wait.lowestPriority.set(manualCompletion: nil) == .failure(.commandClosureDeallocated))
-        #expect(
-            value.wait.lowestPriority.map(completion: nil as ((Int) -> String)?) == .failure(.commandClosureDeallocated)
-        )
+    func nilClosures() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            checks.expect(value.wait.lowestPriority.set(completion: nil) == .failure(.commandClosureDeallocated))
+            checks.expect(value.wait.lowestPriority.set(manualCompletion: nil) == .failure(.commandClosureDeallocated))
+            checks.expect(
+                value.wait.lowestPriority.map(completion: nil as ((Int) -> String)?) == .failure(.commandClosureDeallocated)
+            )
 
-        let queue = TaggedQueue("test.nil")
-        let asyncResults = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
-        value.async(performIn: queue.queue).lowestPriority.set(accessClosure: nil) { result in
-            asyncResults.mutate { $0.append(result) }
-        }
-        value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: nil) { result in
-            asyncResults.mutate { $0.append(result) }
-        }
-        #expect(queue.drain())
-        #expect(asyncResults.value == [.failure(.commandClosureDeallocated), .failure(.commandClosureDeallocated)])
+            let queue = TaggedQueue("test.nil")
+            let asyncResults = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
+            value.async(performIn: queue.queue).lowestPriority.set(accessClosure: nil) { result in
+                asyncResults.mutate { $0.append(result) }
+            }
+            value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: nil) { result in
+                asyncResults.mutate { $0.append(result) }
+            }
+            checks.expect(queue.drain())
+            checks.expect(asyncResults.value == [.failure(.commandClosureDeallocated), .failure(.commandClosureDeallocated)])
 
-        let orphan = QueueSafeValue(value: 0).wait.lowestPriority
-        #expect(orphan.set(completion: nil) == .failure(.valueContainerDeinited))
+            let orphan = QueueSafeValue(value: 0).wait.lowestPriority
+            checks.expect(orphan.set(completion: nil) == .failure(.valueContainerDeinited))
+        }
     }
 
     @Test("no schedule or command object keeps the holder alive")
@@ -114,41 +118,43 @@ struct QueueSafeValueLifetimeTests {
     }
 
     @Test("commands issued before the holder is released still complete; later ones fail without running")
-    func pendingCommandsSurviveTheHolder() {
-        var holder: QueueSafeValue<Int>? = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.survive")
-        let hold = ValueHold(holder!, on: queue.queue)
-        #expect(hold.isHolding())
-        let command = holder!.async(performIn: queue.queue).lowestPriority
-        let results = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
-        let completed = DispatchGroup()
-        for _ in 0..<3 {
+    func pendingCommandsSurviveTheHolder() async throws {
+        try await offPoolTest { checks in
+            var holder: QueueSafeValue<Int>? = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.survive")
+            let hold = ValueHold(holder!, on: queue.queue)
+            checks.expect(hold.isHolding())
+            let command = holder!.async(performIn: queue.queue).lowestPriority
+            let results = AtomicBox<[Result<Int, QueueSafeValueError>]>([])
+            let completed = DispatchGroup()
+            for _ in 0..<3 {
+                completed.enter()
+                command.set(
+                    accessClosure: { $0 += 1 },
+                    completion: { result in
+                        results.mutate { $0.append(result) }
+                        completed.leave()
+                    }
+                )
+            }
+            holder = nil
+            let ranAfterRelease = AtomicBox(false)
             completed.enter()
             command.set(
-                accessClosure: { $0 += 1 },
+                accessClosure: { _ in ranAfterRelease.mutate { $0 = true } },
                 completion: { result in
                     results.mutate { $0.append(result) }
                     completed.leave()
                 }
             )
+            hold.release()
+            checks.expect(completed.wait(timeout: deadline()) == .success)
+            checks.expect(results.value.contains(.failure(.valueContainerDeinited)))
+            checks.expect(
+                results.value.filter { $0 != .failure(.valueContainerDeinited) } == [.success(1), .success(2), .success(3)]
+            )
+            checks.expect(ranAfterRelease.value == false)
         }
-        holder = nil
-        let ranAfterRelease = AtomicBox(false)
-        completed.enter()
-        command.set(
-            accessClosure: { _ in ranAfterRelease.mutate { $0 = true } },
-            completion: { result in
-                results.mutate { $0.append(result) }
-                completed.leave()
-            }
-        )
-        hold.release()
-        #expect(completed.wait(timeout: deadline()) == .success)
-        #expect(results.value.contains(.failure(.valueContainerDeinited)))
-        #expect(
-            results.value.filter { $0 != .failure(.valueContainerDeinited) } == [.success(1), .success(2), .success(3)]
-        )
-        #expect(ranAfterRelease.value == false)
     }
 
     @Test("the shorthand holders work, and a temporary holder fails")

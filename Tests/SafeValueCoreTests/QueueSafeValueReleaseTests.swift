@@ -212,52 +212,56 @@ struct QueueSafeValueReleaseTests {
     }
 
     @Test("the shorthand holders' command objects keep nothing either")
-    func shorthandHolders() {
-        let census = Census()
-        var synced: QueueSafeSyncedValue<Tracked>? = QueueSafeSyncedValue(value: Tracked(census))
-        let syncedCommand = synced!.lowestPriority
-        synced = nil
-        #expect(census.alive == 0)
-        #expect(syncedCommand.map { _ in 1 } == .failure(.valueContainerDeinited))
+    func shorthandHolders() async throws {
+        try await offPoolTest { checks in
+            let census = Census()
+            var synced: QueueSafeSyncedValue<Tracked>? = QueueSafeSyncedValue(value: Tracked(census))
+            let syncedCommand = synced!.lowestPriority
+            synced = nil
+            checks.expect(census.alive == 0)
+            checks.expect(syncedCommand.map { _ in 1 } == .failure(.valueContainerDeinited))
 
-        let queue = TaggedQueue("test.release.asynced")
-        var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(value: Tracked(census), queue: queue.queue)
-        let asyncedCommand = asynced!.highestPriority
-        asynced = nil
-        #expect(census.alive == 0)
-        let failed = AtomicBox(false)
-        asyncedCommand.get { result in
-            if case .failure(.valueContainerDeinited) = result { failed.mutate { $0 = true } }
+            let queue = TaggedQueue("test.release.asynced")
+            var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(value: Tracked(census), queue: queue.queue)
+            let asyncedCommand = asynced!.highestPriority
+            asynced = nil
+            checks.expect(census.alive == 0)
+            let failed = AtomicBox(false)
+            asyncedCommand.get { result in
+                if case .failure(.valueContainerDeinited) = result { failed.mutate { $0 = true } }
+            }
+            checks.expect(queue.drain())
+            checks.expect(failed.value)
         }
-        #expect(queue.drain())
-        #expect(failed.value)
     }
 
     @Test("released while a command runs: the value dies as that command ends, on its thread")
-    func releasedWhileACommandRuns() {
-        let census = Census()
-        var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
-        let command = holder!.wait.lowestPriority
-        let inside = DispatchSemaphore(value: 0)
-        let letGo = DispatchSemaphore(value: 0)
-        let aliveAfter = AtomicBox<Int?>(nil)
-        let ended = DispatchSemaphore(value: 0)
-        onNewThread {
-            _ = command.map { _ in
-                inside.signal()
-                _ = letGo.wait(timeout: deadline())
+    func releasedWhileACommandRuns() async throws {
+        try await offPoolTest { checks in
+            let census = Census()
+            var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
+            let command = holder!.wait.lowestPriority
+            let inside = DispatchSemaphore(value: 0)
+            let letGo = DispatchSemaphore(value: 0)
+            let aliveAfter = AtomicBox<Int?>(nil)
+            let ended = DispatchSemaphore(value: 0)
+            onNewThread {
+                _ = command.map { _ in
+                    inside.signal()
+                    _ = letGo.wait(timeout: deadline())
+                }
+                let alive = census.alive
+                aliveAfter.mutate { $0 = alive }
+                ended.signal()
             }
-            let alive = census.alive
-            aliveAfter.mutate { $0 = alive }
-            ended.signal()
+            checks.expect(inside.wait(timeout: deadline()) == .success)
+            holder = nil
+            checks.expect(census.alive == 1, "the running command lost its value")
+            letGo.signal()
+            checks.expect(ended.wait(timeout: deadline()) == .success)
+            checks.expect(aliveAfter.value == 0, "the value outlived the last command")
+            checks.expect(command.get().map { _ in 0 } == .failure(.valueContainerDeinited))
         }
-        #expect(inside.wait(timeout: deadline()) == .success)
-        holder = nil
-        #expect(census.alive == 1, "the running command lost its value")
-        letGo.signal()
-        #expect(ended.wait(timeout: deadline()) == .success)
-        #expect(aliveAfter.value == 0, "the value outlived the last command")
-        #expect(command.get().map { _ in 0 } == .failure(.valueContainerDeinited))
     }
 
     @Test("released while commands wait: they all run, and the value dies after the last")

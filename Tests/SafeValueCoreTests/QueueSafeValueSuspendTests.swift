@@ -132,45 +132,47 @@ struct QueueSafeValueHandOverTests {
     }
 
     @Test("a command issued just as a manual command's done frees the value completes after it on a serial queue")
-    func completionOrderAtRelease() {
-        let value = QueueSafeValue(value: 0)
-        let queue = DispatchQueue(label: "test.release.order")
-        let order = AtomicBox<[Int]>([])
-        let rounds = 20_000
-        let closureRan = DispatchSemaphore(value: 0)
-        let doneBox = AtomicBox<CommandCompletionClosure?>(nil)
-        // Both threads spin, so that `done` and the next command really race.
-        let go = SpinFlag()
-        let finished = DispatchSemaphore(value: 0)
-        onNewThread {
-            for round in 1...rounds {
-                guard go.spin(until: round) else { break }
-                doneBox.value?()
+    func completionOrderAtRelease() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let queue = DispatchQueue(label: "test.release.order")
+            let order = AtomicBox<[Int]>([])
+            let rounds = 20_000
+            let closureRan = DispatchSemaphore(value: 0)
+            let doneBox = AtomicBox<CommandCompletionClosure?>(nil)
+            // Both threads spin, so that `done` and the next command really race.
+            let go = SpinFlag()
+            let finished = DispatchSemaphore(value: 0)
+            onNewThread {
+                for round in 1...rounds {
+                    guard go.spin(until: round) else { break }
+                    doneBox.value?()
+                }
+                finished.signal()
             }
-            finished.signal()
+            let schedule = value.async(performIn: queue).lowestPriority
+            for round in 1...rounds {
+                schedule.set(
+                    manualCompletion: { _, done in
+                        doneBox.mutate { $0 = done }
+                        closureRan.signal()
+                    },
+                    completion: { _ in order.mutate { $0.append(2 * round) } }
+                )
+                guard closureRan.wait(timeout: deadline()) == .success else { break }
+                go.set(round)
+                for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
+                schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
+            }
+            checks.expect(finished.wait(timeout: deadline(30)) == .success)
+            let drained = DispatchSemaphore(value: 0)
+            schedule.get { _ in drained.signal() }
+            checks.expect(drained.wait(timeout: deadline(30)) == .success)
+            let recorded = order.value
+            checks.expect(recorded.count == 2 * rounds)
+            let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count
+            checks.expect(misordered == 0, "completions in command order on a serial queue")
         }
-        let schedule = value.async(performIn: queue).lowestPriority
-        for round in 1...rounds {
-            schedule.set(
-                manualCompletion: { _, done in
-                    doneBox.mutate { $0 = done }
-                    closureRan.signal()
-                },
-                completion: { _ in order.mutate { $0.append(2 * round) } }
-            )
-            guard closureRan.wait(timeout: deadline()) == .success else { break }
-            go.set(round)
-            for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
-            schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
-        }
-        #expect(finished.wait(timeout: deadline(30)) == .success)
-        let drained = DispatchSemaphore(value: 0)
-        schedule.get { _ in drained.signal() }
-        #expect(drained.wait(timeout: deadline(30)) == .success)
-        let recorded = order.value
-        #expect(recorded.count == 2 * rounds)
-        let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count
-        #expect(misordered == 0, "completions in command order on a serial queue")
     }
 
     @Test("suspend commands with closures compile and run from the main actor, an actor and nonisolated code")

@@ -212,16 +212,18 @@ struct QueueSafeValueTests {
     }
 
     @Test("the QoS overload runs on a global queue")
-    func qosOverload() {
-        let value = QueueSafeValue(value: 1)
-        let finished = DispatchSemaphore(value: 0)
-        let seen = AtomicBox<Int?>(nil)
-        value.async(performIn: .utility).lowestPriority.get { result in
-            seen.mutate { $0 = try? result.get() }
-            finished.signal()
+    func qosOverload() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 1)
+            let finished = DispatchSemaphore(value: 0)
+            let seen = AtomicBox<Int?>(nil)
+            value.async(performIn: .utility).lowestPriority.get { result in
+                seen.mutate { $0 = try? result.get() }
+                finished.signal()
+            }
+            checks.expect(finished.wait(timeout: deadline()) == .success)
+            checks.expect(seen.value == 1)
         }
-        #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(seen.value == 1)
     }
 }
 
@@ -274,18 +276,20 @@ struct QueueSafeValueCompletionWaitTests {
     }
 
     @Test("a wait for another value inside a completion waits normally")
-    func waitForAnotherValue() {
-        let value = QueueSafeValue(value: 1)
-        let other = QueueSafeValue(value: 2)
-        let queue = TaggedQueue("test.completion.other")
-        let seen = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        value.async(performIn: queue.queue).lowestPriority.get { _ in
-            let result = other.wait.lowestPriority.get()
-            seen.mutate { $0 = result }
-            finished.signal()
+    func waitForAnotherValue() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 1)
+            let other = QueueSafeValue(value: 2)
+            let queue = TaggedQueue("test.completion.other")
+            let seen = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            value.async(performIn: queue.queue).lowestPriority.get { _ in
+                let result = other.wait.lowestPriority.get()
+                seen.mutate { $0 = result }
+                finished.signal()
+            }
+            checks.expect(finished.wait(timeout: deadline()) == .success)
+            checks.expect(seen.value == .success(2))
         }
-        #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(seen.value == .success(2))
     }
 }
