@@ -57,15 +57,17 @@ private final class Recorder: Sendable {
 @Suite("CallbackSubject", .timeLimit(.minutes(1)))
 struct CallbackSubjectTests {
     @Test("each subscriber receives values in send order without overlapping calls", arguments: Route.allCases)
-    func orderOnEachRoute(route: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let recorder = Recorder()
-        let subscription = subject.subscribe(on: route.make(), receiveValue: recorder.receive)
-        for value in 1...200 { subject.send(value) }
-        #expect(recorder.waitFor(200))
-        #expect(recorder.values.value == Array(1...200))
-        #expect(recorder.overlapped.value == false)
-        subscription.cancel()
+    func orderOnEachRoute(route: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let recorder = Recorder()
+            let subscription = subject.subscribe(on: route.make(), receiveValue: recorder.receive)
+            for value in 1...200 { subject.send(value) }
+            checks.expect(recorder.waitFor(200))
+            checks.expect(recorder.values.value == Array(1...200))
+            checks.expect(recorder.overlapped.value == false)
+            subscription.cancel()
+        }
     }
 
     @Test("values sent concurrently from many threads reach every subscriber exactly once")
@@ -218,21 +220,23 @@ struct CallbackSubjectReentrancyTests {
         arguments: Route.allCases,
         Route.allCases
     )
-    func sendInsideCallback(first: Route, second: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let a = Recorder()
-        let b = Recorder()
-        let subscriptionA = subject.subscribe(on: first.make()) { value in
-            if value == 0 { subject.send(1) }
-            a.receive(value)
+    func sendInsideCallback(first: Route, second: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let a = Recorder()
+            let b = Recorder()
+            let subscriptionA = subject.subscribe(on: first.make()) { value in
+                if value == 0 { subject.send(1) }
+                a.receive(value)
+            }
+            let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive)
+            subject.send(0)
+            checks.expect(a.waitFor(2))
+            checks.expect(b.waitFor(2))
+            checks.expect(a.values.value == [0, 1])
+            checks.expect(b.values.value == [0, 1], "B subscribed after A, and still sees send order")
+            withExtendedLifetime((subscriptionA, subscriptionB)) {}
         }
-        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive)
-        subject.send(0)
-        #expect(a.waitFor(2))
-        #expect(b.waitFor(2))
-        #expect(a.values.value == [0, 1])
-        #expect(b.values.value == [0, 1], "B subscribed after A, and still sees send order")
-        withExtendedLifetime((subscriptionA, subscriptionB)) {}
     }
 
     @Test(
@@ -240,27 +244,33 @@ struct CallbackSubjectReentrancyTests {
         arguments: Route.allCases,
         Route.allCases
     )
-    func completionInsideCallback(first: Route, second: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let a = Recorder()
-        let b = Recorder()
-        let subscriptionA = subject.subscribe(
-            on: first.make(),
-            receiveValue: { value in
-                subject.send(completion: .finished)
-                a.receive(value)
-            },
-            receiveCompletion: a.complete
-        )
-        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive, receiveCompletion: b.complete)
-        subject.send(0)
-        #expect(a.waitFor(2))
-        #expect(b.waitFor(2))
-        #expect(b.values.value == [0], "the value sent before the completion is not lost")
-        #expect(b.completions.value == [.finished])
-        #expect(a.values.value == [0])
-        #expect(a.completions.value == [.finished])
-        withExtendedLifetime((subscriptionA, subscriptionB)) {}
+    func completionInsideCallback(first: Route, second: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let a = Recorder()
+            let b = Recorder()
+            let subscriptionA = subject.subscribe(
+                on: first.make(),
+                receiveValue: { value in
+                    subject.send(completion: .finished)
+                    a.receive(value)
+                },
+                receiveCompletion: a.complete
+            )
+            let subscriptionB = subject.subscribe(
+                on: second.make(),
+                receiveValue: b.receive,
+                receiveCompletion: b.complete
+            )
+            subject.send(0)
+            checks.expect(a.waitFor(2))
+            checks.expect(b.waitFor(2))
+            checks.expect(b.values.value == [0], "the value sent before the completion is not lost")
+            checks.expect(b.completions.value == [.finished])
+            checks.expect(a.values.value == [0])
+            checks.expect(a.completions.value == [.finished])
+            withExtendedLifetime((subscriptionA, subscriptionB)) {}
+        }
     }
 
     @Test("a subscriber cancelled while an earlier subscriber's callback runs that send gets no callback for it")

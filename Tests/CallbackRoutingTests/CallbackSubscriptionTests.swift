@@ -224,7 +224,10 @@ struct CallbackSubscriptionTests {
                 // A call whose drain took it before cancel() did counts as already running, even if its first line comes
                 // a moment after cancel() returned; calls never overlap, so there is at most one such call.
                 let late = history.startsAfterStop
-                checks.expect(late.count <= 1, "round \(round): callbacks \(late) started after the subscription was stopped")
+                checks.expect(
+                    late.count <= 1,
+                    "round \(round): callbacks \(late) started after the subscription was stopped"
+                )
                 checks.expect(history.inSendOrder, "round \(round)")
                 checks.expect(subject.subscriberCount == 0)
                 withExtendedLifetime(holder) {}
@@ -268,8 +271,14 @@ struct CallbackSubscriptionTests {
                 stop.mutate { $0 = true }
                 checks.expect(senderDone.wait(timeout: deadline()) == .success)
                 checks.expect(target.flush())
-                checks.expect(history.startsAfterStop.isEmpty, "round \(round): \(history.startsAfterStop) after the cancel")
-                checks.expect(history.marks.value == [.started(1), .started(2), .started(3), .stopped], "round \(round)")
+                checks.expect(
+                    history.startsAfterStop.isEmpty,
+                    "round \(round): \(history.startsAfterStop) after the cancel"
+                )
+                checks.expect(
+                    history.marks.value == [.started(1), .started(2), .started(3), .stopped],
+                    "round \(round)"
+                )
             }
         }
     }

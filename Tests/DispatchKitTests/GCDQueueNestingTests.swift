@@ -187,7 +187,8 @@ struct GCDQueueNestingTests {
         // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
         // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
         // itself: the test claims exactly those reports.
-        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.s")) {
+        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.s"))
+        {
             await offPool { model.check(rounds: 1_000, depth: 8) }  // it blocks on semaphores and syncs: off the cooperative pool
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
@@ -206,7 +207,9 @@ struct GCDQueueNestingTests {
         // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
         // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
         // itself: the test claims exactly those reports.
-        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.iterate.")) {
+        let (wrong, _) = await DiagnosticReports.capture(
+            where: isIntendedQueueInversion(namePrefix: "test.nesting.iterate.")
+        ) {
             await offPool { model.check(rounds: 500, depth: 7, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
@@ -223,7 +226,9 @@ struct GCDQueueNestingTests {
         // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
         // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
         // itself: the test claims exactly those reports.
-        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.main.", includingMain: true)) {
+        let (wrong, _) = await DiagnosticReports.capture(
+            where: isIntendedQueueInversion(namePrefix: "test.nesting.main.", includingMain: true)
+        ) {
             await offPool { model.check(rounds: 150, depth: 6, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")

@@ -119,15 +119,17 @@ struct GCDQueueTests {
     }
 
     @Test("async chains with <<<, arrays keep their order, and a serial queue keeps submission order")
-    func asyncAndOperator() {
-        let queue = GCDQueue(name: "test.async")
-        let log = AtomicBox<[Int]>([])
-        let done = DispatchSemaphore(value: 0)
-        queue <<< { log.mutate { $0.append(1) } } <<< { log.mutate { $0.append(2) } }
-        queue.async([{ log.mutate { $0.append(3) } }, { log.mutate { $0.append(4) } }])
-        queue.async { done.signal() }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value == [1, 2, 3, 4])
+    func asyncAndOperator() async throws {
+        try await offPoolTest { checks in
+            let queue = GCDQueue(name: "test.async")
+            let log = AtomicBox<[Int]>([])
+            let done = DispatchSemaphore(value: 0)
+            queue <<< { log.mutate { $0.append(1) } } <<< { log.mutate { $0.append(2) } }
+            queue.async([{ log.mutate { $0.append(3) } }, { log.mutate { $0.append(4) } }])
+            queue.async { done.signal() }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == [1, 2, 3, 4])
+        }
     }
 
     @Test("a barrier on a concurrent queue runs after the blocks before it and before the ones after")
@@ -156,7 +158,9 @@ struct GCDQueueTests {
                 }
             }
             checks.expect(group.wait(timeout: deadline()) == .success)
-            checks.expect(log.value == Array(repeating: "before", count: 8) + ["barrier"] + Array(repeating: "after", count: 8))
+            checks.expect(
+                log.value == Array(repeating: "before", count: 8) + ["barrier"] + Array(repeating: "after", count: 8)
+            )
         }
     }
 
@@ -232,7 +236,9 @@ struct GCDQueueGlobalIdentityTests {
             let seen = AtomicBox<[Bool]>([])
             let done = DispatchSemaphore(value: 0)
             GCDQueue.utility.async {
-                let answers = [custom.isCurrent, custom.isCurrent, GCDQueue.utility.isCurrent, GCDQueue.default.isCurrent]
+                let answers = [
+                    custom.isCurrent, custom.isCurrent, GCDQueue.utility.isCurrent, GCDQueue.default.isCurrent,
+                ]
                 seen.mutate { $0 = answers }
                 done.signal()
             }
@@ -308,7 +314,8 @@ struct GCDQueueLogicalNestingTests {
         // and that report is right (two threads walking opposite paths at once would deadlock). Here all paths are
         // walked one after another on one thread, so the inversion never meets itself: the test claims exactly
         // those reports.
-        let (finished, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.random.")) {
+        let (finished, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.random."))
+        {
             await offPool {  // `finishes` waits for its thread: off the cooperative pool
                 self.finishes {
                     var generator = SystemRandomNumberGenerator()

@@ -55,7 +55,9 @@ struct GCDTaskAndGroupTests {
                 }
             start.async()
             checks.expect(done.wait(timeout: deadline()) == .success)
-            checks.expect(log.value == ["a on first: true", "b on first: true", "c on second: true", "d on second: true"])
+            checks.expect(
+                log.value == ["a on first: true", "b on first: true", "c on second: true", "d on second: true"]
+            )
         }
     }
 
@@ -78,7 +80,8 @@ struct GCDTaskAndGroupTests {
             let group = GCDGroup(queue: groupQueue)
             let log = AtomicBox<[String]>([])
             group <<< { log.mutate { $0.append("block on group queue: \(groupQueue.isCurrent)") } }
-            group <<< GCDTask(queue: taskQueue) { log.mutate { $0.append("task on its queue: \(taskQueue.isCurrent)") } }
+            group
+                <<< GCDTask(queue: taskQueue) { log.mutate { $0.append("task on its queue: \(taskQueue.isCurrent)") } }
             group.async([{ log.mutate { $0.append("array block") } }])
             group.async([GCDTask(queue: taskQueue) { log.mutate { $0.append("array task") } }])
             checks.expect(group.wait(timeout: deadline()) == .success)

@@ -33,7 +33,11 @@ struct GCDTimerTests {
     func repeating() async throws {
         try await offPoolTest { checks in
             let fired = DispatchSemaphore(value: 0)
-            let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.repeat"), repeating: 0.01) {
+            let timer = GCDTimer.scheduleWithInterval(
+                0.01,
+                onQueue: GCDQueue(name: "test.timer.repeat"),
+                repeating: 0.01
+            ) {
                 fired.signal()
             }
             checks.expect(timer.isRunning)
@@ -114,7 +118,10 @@ struct GCDTimerSchedulingTests {
                 fired.signal()
             }
             checks.expect(fired.wait(timeout: deadline()) == .success)
-            checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "ten intervals later, no second fire")
+            checks.expect(
+                fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut,
+                "ten intervals later, no second fire"
+            )
             checks.expect(fires.value == 1)
             checks.expect(timer.isRunning == false)
             checks.expect(timer.repeatInterval == nil)
@@ -144,7 +151,11 @@ struct GCDTimerSchedulingTests {
     func repeatClearedWhileRunning() async throws {
         try await offPoolTest { checks in
             let fired = DispatchSemaphore(value: 0)
-            let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.clear"), repeating: 0.01) {
+            let timer = GCDTimer.scheduleWithInterval(
+                0.01,
+                onQueue: GCDQueue(name: "test.timer.clear"),
+                repeating: 0.01
+            ) {
                 fired.signal()
             }
             checks.expect(fired.wait(timeout: deadline()) == .success)

@@ -45,7 +45,10 @@ struct OperatorTests {
                     log.mutate { $0.append(3) }
                     done.signal()
                 }
-            checks.expect(done.wait(timeout: .now() + .milliseconds(50)) == .timedOut, "nothing runs before the head starts")
+            checks.expect(
+                done.wait(timeout: .now() + .milliseconds(50)) == .timedOut,
+                "nothing runs before the head starts"
+            )
             head.async()
             checks.expect(done.wait(timeout: deadline()) == .success)
             checks.expect(log.value == [1, 2, 3])

@@ -85,7 +85,10 @@ struct ConcurrentOperationTests {
             operation.retry()  // after the limit and after finishing: nothing
             checks.expect(operation.currentAttempt == 3)
             checks.expect(threads.value.count == 3)
-            checks.expect(!threads.value.dropFirst().contains(currentThreadID()), "retried attempts never run on the caller")
+            checks.expect(
+                !threads.value.dropFirst().contains(currentThreadID()),
+                "retried attempts never run on the caller"
+            )
             checks.expect(operation.isFinished)
         }
     }
@@ -221,7 +224,10 @@ struct ConcurrentOperationRaceTests {
                         operation.finish(success: false)
                         finishReturned.signal()
                     }
-                    checks.expect(finishReturned.wait(timeout: deadline()) == .success, "finish must not run the next attempt")
+                    checks.expect(
+                        finishReturned.wait(timeout: deadline()) == .success,
+                        "finish must not run the next attempt"
+                    )
                 }
             }
             operation.manualFinish = manualFinish
@@ -235,7 +241,10 @@ struct ConcurrentOperationRaceTests {
             checks.expect(attempts.value == [1, 2, 3])
             checks.expect(gauge.peak == 1, "attempts of one operation never overlap")
             checks.expect(insideAtCompletion.value == 0)
-            checks.expect(Set(attemptThreads.value).isDisjoint(with: finishThreads.value), "no attempt ran on finish's thread")
+            checks.expect(
+                Set(attemptThreads.value).isDisjoint(with: finishThreads.value),
+                "no attempt ran on finish's thread"
+            )
             checks.expect(operation.success == false)
         }
     }
@@ -393,7 +402,10 @@ struct ConcurrentOperationRaceTests {
                 let client = FlakyClient()
                 let file = "report.pdf"
 
-                override init(name: String? = "upload", executionBlock: (@Sendable (ConcurrentOperation) -> Void)? = nil) {
+                override init(
+                    name: String? = "upload",
+                    executionBlock: (@Sendable (ConcurrentOperation) -> Void)? = nil
+                ) {
                     super.init(name: name, executionBlock: executionBlock)
                     self.manualFinish = true
                     self.maximumRetries = 3
@@ -437,7 +449,10 @@ struct ConcurrentOperationAttemptTests {
             checks.expect(secondStarted.wait(timeout: deadline()) == .success)
             // Attempt 1's callback fires again, late, while attempt 2 waits for its own finish.
             operation.finish(attempt: 1, success: false)
-            checks.expect(finished.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "attempt 1's finish ended attempt 2")
+            checks.expect(
+                finished.wait(timeout: .now() + .milliseconds(100)) == .timedOut,
+                "attempt 1's finish ended attempt 2"
+            )
             checks.expect(!operation.isFinished)
             operation.finish(attempt: 2, success: true)
             checks.expect(finished.wait(timeout: deadline()) == .success)
@@ -523,7 +538,10 @@ struct ConcurrentOperationAttemptTests {
                 checks.expect(operation.currentAttempt == 1)
             }
             queuer.waitUntilAllOperationsAreFinished()
-            checks.expect(eventually { weakOperation == nil }, "the pending delay does not keep the cancelled operation")
+            checks.expect(
+                eventually { weakOperation == nil },
+                "the pending delay does not keep the cancelled operation"
+            )
         }
     }
 }

@@ -32,7 +32,10 @@ struct OperationLifetimeTests {
                 }
                 checks.expect(finished.wait(timeout: deadline()) == .success)
                 operation.waitUntilFinished()
-                checks.expect(eventually { weakDependent == nil }, "the dependent is let go once its dependency has finished")
+                checks.expect(
+                    eventually { weakDependent == nil },
+                    "the dependent is let go once its dependency has finished"
+                )
             }
         }
     }

@@ -83,7 +83,8 @@ struct QueueSafeValueLifetimeTests {
             checks.expect(value.wait.lowestPriority.set(completion: nil) == .failure(.commandClosureDeallocated))
             checks.expect(value.wait.lowestPriority.set(manualCompletion: nil) == .failure(.commandClosureDeallocated))
             checks.expect(
-                value.wait.lowestPriority.map(completion: nil as ((Int) -> String)?) == .failure(.commandClosureDeallocated)
+                value.wait.lowestPriority.map(completion: nil as ((Int) -> String)?)
+                    == .failure(.commandClosureDeallocated)
             )
 
             let queue = TaggedQueue("test.nil")
@@ -95,7 +96,9 @@ struct QueueSafeValueLifetimeTests {
                 asyncResults.mutate { $0.append(result) }
             }
             checks.expect(queue.drain())
-            checks.expect(asyncResults.value == [.failure(.commandClosureDeallocated), .failure(.commandClosureDeallocated)])
+            checks.expect(
+                asyncResults.value == [.failure(.commandClosureDeallocated), .failure(.commandClosureDeallocated)]
+            )
 
             let orphan = QueueSafeValue(value: 0).wait.lowestPriority
             checks.expect(orphan.set(completion: nil) == .failure(.valueContainerDeinited))
@@ -151,7 +154,9 @@ struct QueueSafeValueLifetimeTests {
             checks.expect(completed.wait(timeout: deadline()) == .success)
             checks.expect(results.value.contains(.failure(.valueContainerDeinited)))
             checks.expect(
-                results.value.filter { $0 != .failure(.valueContainerDeinited) } == [.success(1), .success(2), .success(3)]
+                results.value.filter { $0 != .failure(.valueContainerDeinited) } == [
+                    .success(1), .success(2), .success(3),
+                ]
             )
             checks.expect(ranAfterRelease.value == false)
         }
@@ -169,7 +174,8 @@ struct QueueSafeValueLifetimeTests {
             let asynced = QueueSafeAsyncedValue(value: 10, queue: queue.queue)
             let seen = AtomicBox<[Bool]>([])
             asynced.lowestPriority.set(newValue: 11)
-            asynced.highestPriority.get { result in seen.mutate { $0.append(queue.isCurrent && result == .success(11)) } }
+            asynced.highestPriority.get { result in seen.mutate { $0.append(queue.isCurrent && result == .success(11)) }
+            }
             checks.expect(queue.drain())
             checks.expect(seen.value == [true])
         }

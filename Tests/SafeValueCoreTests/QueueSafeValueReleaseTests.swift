@@ -177,7 +177,7 @@ struct QueueSafeValueReleaseTests {
         let kept = KeptCommand(spec, of: holder!, queue: queue.queue)
         let before = await kept.issue(spec, census: census)
         #expect(before.error == nil, "the command works while the holder lives")
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(census.alive == 1)
 
         holder = nil
@@ -185,7 +185,7 @@ struct QueueSafeValueReleaseTests {
         let after = await kept.issue(spec, census: census)
         #expect(after.error == .valueContainerDeinited)
         #expect(!after.ran, "a closure ran on a husk")
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(census.alive == 0)
     }
 
@@ -222,7 +222,10 @@ struct QueueSafeValueReleaseTests {
             checks.expect(syncedCommand.map { _ in 1 } == .failure(.valueContainerDeinited))
 
             let queue = TaggedQueue("test.release.asynced")
-            var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(value: Tracked(census), queue: queue.queue)
+            var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(
+                value: Tracked(census),
+                queue: queue.queue
+            )
             let asyncedCommand = asynced!.highestPriority
             asynced = nil
             checks.expect(census.alive == 0)
@@ -270,7 +273,7 @@ struct QueueSafeValueReleaseTests {
         var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
         let queue = TaggedQueue("test.release.pending")
         let hold = ValueHold(holder!, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         // No command object is kept: the last pending job is the last thing that refers to the value.
         let seenAlive = AtomicBox<[Int]>([])
         for _ in 0..<3 {
@@ -286,7 +289,7 @@ struct QueueSafeValueReleaseTests {
         #expect(census.alive == 1, "a pending command lost its value")
         hold.release()
         #expect(await suspended.value == .success(1))
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(seenAlive.value == [1, 1, 1])
         #expect(census.alive == 0, "the value outlived the last pending command")
     }
@@ -299,7 +302,7 @@ struct QueueSafeValueReleaseTests {
         let queue = TaggedQueue("test.release.cancelled")
         // A holds the value; B, a manual-completion job, is queued behind it; C, a suspend get, behind B.
         let holdA = ValueHold(holder!, on: queue.queue)
-        #expect(holdA.isHolding())
+        #expect(await offPool { holdA.isHolding() })
         let doneB = AtomicBox<CommandCompletionClosure?>(nil)
         let startedB = DispatchSemaphore(value: 0)
         let capture = Tracked(captures)
@@ -312,11 +315,11 @@ struct QueueSafeValueReleaseTests {
         let taskC = Task { await commandC.map { _ in 0 } }
         #expect(await suspendUntil { holder!.waitingCommandCount == 2 })
         holdA.release()
-        #expect(startedB.wait(timeout: deadline()) == .success)
+        #expect(await waitOffPool(startedB, seconds: 10))
         taskC.cancel()
         #expect(await taskC.value == .failure(.cancelled))
         doneB.value?()
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(captures.alive == 1, "the test's own reference")
         _ = consume capture
         #expect(captures.alive == 0, "the queue kept the closure of a command that ran")

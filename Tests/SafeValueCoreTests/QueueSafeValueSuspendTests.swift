@@ -19,7 +19,7 @@ struct QueueSafeValueSuspendTests {
         let value = QueueSafeValue(value: 0)
         let queue = TaggedQueue("test.suspend.hold")
         let hold = ValueHold(value, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         let tasks = contendingThreads * 8
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<tasks {
@@ -37,7 +37,7 @@ struct QueueSafeValueSuspendTests {
         let value = QueueSafeValue(value: 0)
         let queue = TaggedQueue("test.suspend.cancel")
         let hold = ValueHold(value, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         let task = Task { await value.suspend.lowestPriority.set { $0 = 99 } }
         #expect(await eventuallyAsync { value.waitingCommandCount == 1 })
         task.cancel()
@@ -66,7 +66,7 @@ struct QueueSafeValueSuspendTests {
         let perWorker = 300
         let workers = contendingThreads * 2
         let asyncDone = DispatchGroup()
-        let threadsFinished = runOnThreads(workers) { worker in
+        let threadsFinished = await runOnThreadsOffPool(workers) { worker in
             for step in 0..<perWorker {
                 switch (worker + step) % 3 {
                 case 0:
@@ -92,7 +92,7 @@ struct QueueSafeValueSuspendTests {
                 }
             }
         }
-        #expect(asyncDone.wait(timeout: deadline(30)) == .success)
+        #expect(await waitOffPool(asyncDone, seconds: 30))
         #expect(await value.suspend.lowestPriority.get() == .success(2 * workers * perWorker))
     }
 }

@@ -145,70 +145,76 @@ struct QueueSafeValueTests {
     }
 
     @Test("an async command never blocks its caller, also manual, also on its own serial queue")
-    func asyncNeverBlocks() {
-        let value = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.nonblocking")
-        let order = AtomicBox<[String]>([])
-        let completed = DispatchSemaphore(value: 0)
-        queue.queue.async {
-            value.async(performIn: queue.queue).lowestPriority.set(
-                manualCompletion: { current, done in
-                    current = 1
-                    order.mutate { $0.append("closure") }
-                    done()
-                },
-                completion: { _ in
-                    order.mutate { $0.append("completion") }
-                    completed.signal()
-                }
-            )
-            order.mutate { $0.append("caller returned") }
+    func asyncNeverBlocks() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.nonblocking")
+            let order = AtomicBox<[String]>([])
+            let completed = DispatchSemaphore(value: 0)
+            queue.queue.async {
+                value.async(performIn: queue.queue).lowestPriority.set(
+                    manualCompletion: { current, done in
+                        current = 1
+                        order.mutate { $0.append("closure") }
+                        done()
+                    },
+                    completion: { _ in
+                        order.mutate { $0.append("completion") }
+                        completed.signal()
+                    }
+                )
+                order.mutate { $0.append("caller returned") }
+            }
+            checks.expect(completed.wait(timeout: deadline()) == .success)
+            checks.expect(order.value == ["caller returned", "closure", "completion"])
         }
-        #expect(completed.wait(timeout: deadline()) == .success)
-        #expect(order.value == ["caller returned", "closure", "completion"])
     }
 
     @Test("async completions on a serial queue come in command order")
-    func asyncCompletionOrder() {
-        let value = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.completions")
-        let completions = AtomicBox<[Int]>([])
-        let completed = DispatchGroup()
-        for step in 1...50 {
-            completed.enter()
-            value.async(performIn: queue.queue).lowestPriority.set(
-                accessClosure: { $0 = step },
-                completion: { result in
-                    completions.mutate { $0.append((try? result.get()) ?? -1) }
-                    completed.leave()
-                }
-            )
+    func asyncCompletionOrder() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.completions")
+            let completions = AtomicBox<[Int]>([])
+            let completed = DispatchGroup()
+            for step in 1...50 {
+                completed.enter()
+                value.async(performIn: queue.queue).lowestPriority.set(
+                    accessClosure: { $0 = step },
+                    completion: { result in
+                        completions.mutate { $0.append((try? result.get()) ?? -1) }
+                        completed.leave()
+                    }
+                )
+            }
+            checks.expect(completed.wait(timeout: deadline()) == .success)
+            checks.expect(completions.value == Array(1...50))
         }
-        #expect(completed.wait(timeout: deadline()) == .success)
-        #expect(completions.value == Array(1...50))
     }
 
     @Test("the async get completion runs after the value is released")
-    func asyncGetIsACompletion() {
-        let value = QueueSafeValue(value: 3)
-        let queue = TaggedQueue("test.getcompletion")
-        let nested = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
-        let finished = DispatchSemaphore(value: 0)
-        value.async(performIn: queue.queue).lowestPriority.get { _ in
-            // Released: a suspend-free read from another thread gets the value at once.
-            let fromElsewhere = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
-            let read = DispatchSemaphore(value: 0)
-            onNewThread {
-                let result = value.wait.lowestPriority.get()
-                fromElsewhere.mutate { $0 = result }
-                read.signal()
+    func asyncGetIsACompletion() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 3)
+            let queue = TaggedQueue("test.getcompletion")
+            let nested = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+            let finished = DispatchSemaphore(value: 0)
+            value.async(performIn: queue.queue).lowestPriority.get { _ in
+                // Released: a suspend-free read from another thread gets the value at once.
+                let fromElsewhere = AtomicBox<Result<Int, QueueSafeValueError>?>(nil)
+                let read = DispatchSemaphore(value: 0)
+                onNewThread {
+                    let result = value.wait.lowestPriority.get()
+                    fromElsewhere.mutate { $0 = result }
+                    read.signal()
+                }
+                _ = read.wait(timeout: deadline())
+                nested.mutate { $0 = fromElsewhere.value }
+                finished.signal()
             }
-            _ = read.wait(timeout: deadline())
-            nested.mutate { $0 = fromElsewhere.value }
-            finished.signal()
+            checks.expect(finished.wait(timeout: deadline()) == .success)
+            checks.expect(nested.value == .success(3), "the value is free while the completion runs")
         }
-        #expect(finished.wait(timeout: deadline()) == .success)
-        #expect(nested.value == .success(3), "the value is free while the completion runs")
     }
 
     @Test("the QoS overload runs on a global queue")

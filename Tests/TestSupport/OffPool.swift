@@ -58,3 +58,15 @@ public final class PropertyFailures: Sendable {
 public func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Int = 5) async -> Bool {
     await offPool { semaphore.wait(timeout: deadline(seconds)) == .success }
 }
+
+/// Runs `body(index)` on `count` dedicated threads released together, and suspends until all of them returned; the
+/// async form of `runOnThreads(_:seconds:_:)`, which blocks no thread of the cooperative pool.
+///
+/// - Returns: `false` if they had not all returned within `seconds`.
+public func runOnThreadsOffPool(
+    _ count: Int,
+    seconds: Int = 30,
+    _ body: @escaping @Sendable (Int) -> Void
+) async -> Bool {
+    await offPool { runOnThreads(count, seconds: seconds, body) }
+}
