@@ -189,7 +189,8 @@ struct GCDQueueNestingTests {
         // itself: the test claims exactly those reports.
         let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.s"))
         {
-            await offPool { model.check(rounds: 1_000, depth: 8) }  // it blocks on semaphores and syncs: off the cooperative pool
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 1_000, depth: 8) }
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
@@ -210,7 +211,8 @@ struct GCDQueueNestingTests {
         let (wrong, _) = await DiagnosticReports.capture(
             where: isIntendedQueueInversion(namePrefix: "test.nesting.iterate.")
         ) {
-            await offPool { model.check(rounds: 500, depth: 7, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 500, depth: 7, iterating: true) }
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
@@ -229,7 +231,8 @@ struct GCDQueueNestingTests {
         let (wrong, _) = await DiagnosticReports.capture(
             where: isIntendedQueueInversion(namePrefix: "test.nesting.main.", includingMain: true)
         ) {
-            await offPool { model.check(rounds: 150, depth: 6, iterating: true) }  // it blocks on semaphores and syncs: off the cooperative pool
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 150, depth: 6, iterating: true) }
         }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
