@@ -77,7 +77,7 @@ struct OperationLifetimeTests {
         // while. The test suspends between looks, so that the async bodies it waits for can run.
         let limit = deadline(40)
         var freed = false
-        while !freed, DispatchTime.now() < limit {
+        while !freed, DispatchTime.now() < limit, !Task.isCancelled {  // a cancelled sleep would spin
             freed = references.value.allSatisfy { $0.operation == nil }
             if !freed { try? await Task.sleep(for: .milliseconds(1)) }
         }

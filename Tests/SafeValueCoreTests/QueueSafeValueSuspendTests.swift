@@ -101,7 +101,7 @@ struct QueueSafeValueSuspendTests {
 private func eventuallyAsync(_ condition: () -> Bool) async -> Bool {
     let limit = deadline()
     while !condition() {
-        if DispatchTime.now() > limit { return false }
+        if DispatchTime.now() > limit || Task.isCancelled { return false }  // a cancelled sleep would spin
         try? await Task.sleep(for: .microseconds(100))
     }
     return true
