@@ -17,66 +17,72 @@ struct AtomicBoxTests {
     }
 
     @Test("mutate loses no update with one thread per core incrementing")
-    func noLostUpdates() {
-        let box = AtomicBox(0)
-        let perThread = 20_000
-        let finished = runOnThreads(contendingThreads) { _ in
-            for _ in 0..<perThread {
-                box.mutate { $0 += 1 }
+    func noLostUpdates() async throws {
+        try await offPoolTest { checks in
+            let box = AtomicBox(0)
+            let perThread = 20_000
+            let finished = runOnThreads(contendingThreads) { _ in
+                for _ in 0..<perThread {
+                    box.mutate { $0 += 1 }
+                }
             }
+            checks.expect(finished)
+            checks.expect(box.value == contendingThreads * perThread)
         }
-        #expect(finished)
-        #expect(box.value == contendingThreads * perThread)
     }
 
     @Test("a read on another thread waits until mutate has finished")
-    func readWaitsForMutate() {
-        let box = AtomicBox("before")
-        let inside = DispatchSemaphore(value: 0)
-        let proceed = DispatchSemaphore(value: 0)
-        let read = AtomicBox<String?>(nil)
-        let readDone = DispatchSemaphore(value: 0)
-        onNewThread {
-            box.mutate { value in
-                inside.signal()
-                _ = proceed.wait(timeout: deadline())
-                value = "after"
+    func readWaitsForMutate() async throws {
+        try await offPoolTest { checks in
+            let box = AtomicBox("before")
+            let inside = DispatchSemaphore(value: 0)
+            let proceed = DispatchSemaphore(value: 0)
+            let read = AtomicBox<String?>(nil)
+            let readDone = DispatchSemaphore(value: 0)
+            onNewThread {
+                box.mutate { value in
+                    inside.signal()
+                    _ = proceed.wait(timeout: deadline())
+                    value = "after"
+                }
             }
+            checks.expect(inside.wait(timeout: deadline()) == .success)
+            onNewThread {
+                let seen = box.value
+                read.mutate { $0 = seen }
+                readDone.signal()
+            }
+            checks.expect(readDone.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+            proceed.signal()
+            checks.expect(readDone.wait(timeout: deadline()) == .success)
+            checks.expect(read.value == "after")
         }
-        #expect(inside.wait(timeout: deadline()) == .success)
-        onNewThread {
-            let seen = box.value
-            read.mutate { $0 = seen }
-            readDone.signal()
-        }
-        #expect(readDone.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        proceed.signal()
-        #expect(readDone.wait(timeout: deadline()) == .success)
-        #expect(read.value == "after")
     }
 
     @Test("isMutating is true exactly while someone holds the box")
-    func isMutating() {
-        let box = AtomicBox(0)
-        #expect(box.isMutating == false)
-        box.mutate { _ in #expect(box.isMutating, "asked from inside its own mutate") }
-        #expect(box.isMutating == false)
+    func isMutating() async throws {
+        try await offPoolTest { checks in
+            let box = AtomicBox(0)
+            checks.expect(box.isMutating == false)
+            box.mutate { _ in checks.expect(box.isMutating, "asked from inside its own mutate") }
+            checks.expect(box.isMutating == false)
 
-        let inside = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let left = DispatchSemaphore(value: 0)
-        onNewThread {
-            box.mutate { _ in
-                inside.signal()
-                _ = release.wait(timeout: deadline())
+            let inside = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let left = DispatchSemaphore(value: 0)
+            onNewThread {
+                box.mutate { _ in
+                    inside.signal()
+                    _ = release.wait(timeout: deadline())
+                }
+                left.signal()
             }
-            left.signal()
+            checks.expect(inside.wait(timeout: deadline()) == .success)
+            checks.expect(box.isMutating, "asked from another thread while held")
+            release.signal()
+            checks.expect(left.wait(timeout: deadline()) == .success)
+            checks.expect(box.isMutating == false)
         }
-        #expect(inside.wait(timeout: deadline()) == .success)
-        #expect(box.isMutating, "asked from another thread while held")
-        release.signal()
-        #expect(left.wait(timeout: deadline()) == .success)
-        #expect(box.isMutating == false)
     }
 
     @Test("a throwing mutate keeps earlier changes and releases the box")

@@ -41,7 +41,7 @@ struct BlockingCallCheckTests {
     @Test("a blocking call on a plain thread is not reported")
     func plainThreadIsQuiet() async {
         let found = await standInReports("StandIn.plainThread()") {
-            #expect(runOnThreads(1) { _ in blockingStandIn("StandIn.plainThread()") })
+            #expect(await runOnThreadsOffPool(1) { _ in blockingStandIn("StandIn.plainThread()") })
         }
         #expect(found.isEmpty)
     }

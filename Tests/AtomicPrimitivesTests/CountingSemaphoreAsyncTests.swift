@@ -7,23 +7,27 @@ import Testing
 @Suite("CountingSemaphore from async code", .timeLimit(.minutes(1)))
 struct CountingSemaphoreAsyncTests {
     /// How many resources a semaphore has free right now, taking them all back afterwards.
-    private func freeResources(_ semaphore: CountingSemaphore) -> Int {
-        var count = 0
-        while semaphore.wait(.now()) == .success { count += 1 }
-        for _ in 0..<count { semaphore.signal() }
-        return count
+    ///
+    /// It takes them with the blocking `wait(.now())`, which must not run on a task: it runs off the pool.
+    private func freeResources(_ semaphore: CountingSemaphore) async -> Int {
+        await offPool {
+            var count = 0
+            while semaphore.wait(.now()) == .success { count += 1 }
+            for _ in 0..<count { semaphore.signal() }
+            return count
+        }
     }
 
     @Test("an async wait takes a free resource at once, and the next one suspends until a signal")
     func takesAndSuspends() async throws {
         let semaphore = CountingSemaphore(.binary)
         try await semaphore.wait()
-        #expect(self.freeResources(semaphore) == 0)
+        #expect(await self.freeResources(semaphore) == 0)
         let waiter = Task { try await semaphore.wait() }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         #expect(semaphore.signal() == 1, "signal hands the resource to the suspended task")
         try await waiter.value
-        #expect(self.freeResources(semaphore) == 0, "the task holds it")
+        #expect(await self.freeResources(semaphore) == 0, "the task holds it")
     }
 
     @Test("blocked threads and suspended tasks are served in the order they arrived")
@@ -57,7 +61,7 @@ struct CountingSemaphoreAsyncTests {
             #expect(await suspendUntil { order.value.count == index + 1 }, "signal \(index) served one waiter")
         }
         #expect(order.value == ["thread 0", "task 1", "thread 2", "task 3", "task 4", "thread 5"])
-        #expect(served.wait(timeout: deadline()) == .success)
+        #expect(await waitOffPool(served, seconds: 10))
         for task in tasks { _ = await task.result }
     }
 
@@ -70,21 +74,19 @@ struct CountingSemaphoreAsyncTests {
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(semaphore.waiterCount == 0)
         #expect(semaphore.signal() == 0, "nobody waits any more: the signal adds a resource")
-        #expect(self.freeResources(semaphore) == 1)
+        #expect(await self.freeResources(semaphore) == 1)
     }
 
     @Test("a task cancelled before it waits throws at once, even with a resource free, and takes nothing")
     func alreadyCancelled() async {
         let semaphore = CountingSemaphore(.binary)
-        let started = CountingSemaphore()
         let waiter = Task {
-            _ = started.wait(.distantFuture)  // the task is cancelled before it gets here
+            _ = await suspendUntil { Task.isCancelled }  // the task is cancelled before it gets further
             try await semaphore.wait()
         }
         waiter.cancel()
-        started.signal()
         await #expect(throws: CancellationError.self) { try await waiter.value }
-        #expect(self.freeResources(semaphore) == 1)
+        #expect(await self.freeResources(semaphore) == 1)
     }
 
     @Test("a cancel racing a signal neither loses nor duplicates the resource", arguments: [false, true])
@@ -112,7 +114,7 @@ struct CountingSemaphoreAsyncTests {
             flag.set(1)
             #expect(await suspendUntil { finished.value == 2 })
             let gotIt = await waiter.value
-            let free = self.freeResources(semaphore)
+            let free = await self.freeResources(semaphore)
             #expect((gotIt ? 1 : 0) + free == 1, "granted: \(gotIt), free afterwards: \(free)")
             if gotIt { kept += 1 }
             #expect(semaphore.waiterCount == 0)
@@ -144,7 +146,7 @@ struct CountingSemaphoreAsyncTests {
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         cancelled.cancel()
         #expect(await cancelled.value == false)
-        #expect(self.freeResources(semaphore) == 0)
+        #expect(await self.freeResources(semaphore) == 0)
     }
 
     @Test("withPermit runs at most `resources` bodies at once and gives every permit back")
@@ -164,16 +166,16 @@ struct CountingSemaphoreAsyncTests {
         }
         #expect(gauge.peak <= 2)
         #expect(gauge.peak >= 1)
-        #expect(self.freeResources(semaphore) == 2)
+        #expect(await self.freeResources(semaphore) == 2)
     }
 
     @Test("withPermit gives the permit back when the body throws, and skips the body when cancelled while waiting")
-    func withPermitThrowsAndCancels() async {
+    func withPermitThrowsAndCancels() async throws {
         struct Boom: Error {}
         let semaphore = CountingSemaphore(.binary)
         await #expect(throws: Boom.self) { try await semaphore.withPermit { throw Boom() } }
-        #expect(self.freeResources(semaphore) == 1)
-        _ = semaphore.wait(.distantFuture)
+        #expect(await self.freeResources(semaphore) == 1)
+        try await semaphore.wait()
         let ran = AtomicBox(false)
         let waiter = Task { try await semaphore.withPermit { ran.mutate { $0 = true } } }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
@@ -181,7 +183,7 @@ struct CountingSemaphoreAsyncTests {
         await #expect(throws: CancellationError.self) { try await waiter.value }
         #expect(ran.value == false)
         semaphore.signal()
-        #expect(self.freeResources(semaphore) == 1)
+        #expect(await self.freeResources(semaphore) == 1)
     }
 
     @Test("a semaphore released while nobody waits, after async waits, is freed")

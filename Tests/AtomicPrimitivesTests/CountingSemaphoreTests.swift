@@ -9,81 +9,96 @@ struct CountingSemaphoreTests {
         "perform admits exactly as many threads as the semaphore has resources",
         arguments: [CountingSemaphore.Kind.binary, .counting(2), .counting(3)]
     )
-    func admitsItsResourceCount(kind: CountingSemaphore.Kind) {
-        let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
-        let semaphore = CountingSemaphore(kind)
-        let gauge = ConcurrencyGauge()
-        let finished = runOnThreads(resources + 2) { _ in
-            for _ in 0..<200 {
-                semaphore.perform { gauge.measure {} }
+    func admitsItsResourceCount(kind: CountingSemaphore.Kind) async throws {
+        try await offPoolTest { checks in
+            let resources = kind == .binary ? 1 : (kind == .counting(2) ? 2 : 3)
+            let semaphore = CountingSemaphore(kind)
+            let gauge = ConcurrencyGauge()
+            let finished = runOnThreads(resources + 2) { _ in
+                for _ in 0..<200 {
+                    semaphore.perform { gauge.measure {} }
+                }
             }
+            checks.expect(finished)
+            checks.expect(gauge.peak <= resources)
+            checks.expect(gauge.peak >= 1)
         }
-        #expect(finished)
-        #expect(gauge.peak <= resources)
-        #expect(gauge.peak >= 1)
     }
 
     @Test("counting(n) lets n waits pass at once, and the next one wait")
-    func countingPassesN() {
-        let semaphore = CountingSemaphore(resources: 3)
-        for _ in 0..<3 {
-            #expect(semaphore.wait(.now()) == .success)
+    func countingPassesN() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore(resources: 3)
+            for _ in 0..<3 {
+                checks.expect(semaphore.wait(.now()) == .success)
+            }
+            checks.expect(semaphore.wait(.now()) == .timedOut)
         }
-        #expect(semaphore.wait(.now()) == .timedOut)
     }
 
     @Test("a barrier blocks until another thread signals")
-    func barrierBlocksUntilSignal() {
-        let barrier = CountingSemaphore()
-        let passed = DispatchSemaphore(value: 0)
-        onNewThread {
-            barrier.wait()
-            passed.signal()
+    func barrierBlocksUntilSignal() async throws {
+        try await offPoolTest { checks in
+            let barrier = CountingSemaphore()
+            let passed = DispatchSemaphore(value: 0)
+            onNewThread {
+                barrier.wait()
+                passed.signal()
+            }
+            checks.expect(eventually { barrier.waiterCount == 1 })
+            checks.expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            checks.expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
+            checks.expect(passed.wait(timeout: deadline()) == .success)
         }
-        #expect(eventually { barrier.waiterCount == 1 })
-        #expect(passed.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        #expect(barrier.signal() != 0, "signal reports that it woke the waiting thread")
-        #expect(passed.wait(timeout: deadline()) == .success)
     }
 
     @Test("signal and continue return 0 when nobody waits, and add a resource")
-    func signalWithoutWaiters() {
-        let semaphore = CountingSemaphore(.barrier)
-        #expect(semaphore.signal() == 0)
-        #expect(semaphore.continue() == 0)
-        #expect(semaphore.wait(.now()) == .success)
-        #expect(semaphore.wait(.now()) == .success)
-        #expect(semaphore.wait(.now()) == .timedOut)
+    func signalWithoutWaiters() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore(.barrier)
+            checks.expect(semaphore.signal() == 0)
+            checks.expect(semaphore.continue() == 0)
+            checks.expect(semaphore.wait(.now()) == .success)
+            checks.expect(semaphore.wait(.now()) == .success)
+            checks.expect(semaphore.wait(.now()) == .timedOut)
+        }
     }
 
     @Test("wait with a timeout returns .timedOut no earlier than the deadline")
-    func waitTimesOut() {
-        let semaphore = CountingSemaphore()
-        let start = DispatchTime.now()
-        #expect(semaphore.wait(.now() + .milliseconds(30)) == .timedOut)
-        #expect(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds >= 30_000_000)
+    func waitTimesOut() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore()
+            let start = DispatchTime.now()
+            checks.expect(semaphore.wait(.now() + .milliseconds(30)) == .timedOut)
+            checks.expect(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds >= 30_000_000)
+        }
     }
 
     @Test("perform gives the resource back when its body throws")
-    func performSignalsOnThrow() {
-        struct Boom: Error {}
-        let semaphore = CountingSemaphore(.binary)
-        #expect(throws: Boom.self) {
-            try semaphore.perform { throw Boom() }
+    func performSignalsOnThrow() async throws {
+        try await offPoolTest { checks in
+            struct Boom: Error {}
+            let semaphore = CountingSemaphore(.binary)
+            checks.expect(throws: Boom.self) {
+                try semaphore.perform { throw Boom() }
+            }
+            checks.expect(semaphore.wait(.now()) == .success, "the resource was given back after the throw")
+            checks.expect(semaphore.wait(.now()) == .timedOut, "and only that one resource")
+            semaphore.signal()
+            checks.expect(semaphore.perform { 7 } == 7)
+            checks.expect(semaphore.wait(.now()) == .success, "perform gave its resource back after returning")
         }
-        #expect(semaphore.wait(.now()) == .success, "the resource was given back after the throw")
-        #expect(semaphore.wait(.now()) == .timedOut, "and only that one resource")
-        semaphore.signal()
-        #expect(semaphore.perform { 7 } == 7)
-        #expect(semaphore.wait(.now()) == .success, "perform gave its resource back after returning")
     }
 
     @Test("releasing a semaphore whose resources are taken is safe")
     func releaseWhileTaken() async {
         await #expect(processExitsWith: .success) {
-            for kind in [CountingSemaphore.Kind.binary, .counting(2)] {
-                let semaphore = CountingSemaphore(kind)
-                semaphore.wait()
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                for kind in [CountingSemaphore.Kind.binary, .counting(2)] {
+                    let semaphore = CountingSemaphore(kind)
+                    semaphore.wait()
+                }
             }
         }
     }
@@ -101,37 +116,41 @@ struct CountingSemaphoreTests {
     }
 
     @Test("signal() counts a parked waiter once: the second of two quick signals returns 0, as DispatchSemaphore")
-    func signalCountsEachWaiterOnce() {
-        for _ in 0..<20 {
-            let semaphore = CountingSemaphore()
-            let woke = DispatchSemaphore(value: 0)
-            onNewThread {
-                semaphore.wait()
-                woke.signal()
+    func signalCountsEachWaiterOnce() async throws {
+        try await offPoolTest { checks in
+            for _ in 0..<20 {
+                let semaphore = CountingSemaphore()
+                let woke = DispatchSemaphore(value: 0)
+                onNewThread {
+                    semaphore.wait()
+                    woke.signal()
+                }
+                checks.expect(eventually { semaphore.waiterCount == 1 })
+                let first = semaphore.signal()
+                let second = semaphore.signal()
+                checks.expect(first == 1)
+                checks.expect(second == 0, "the only waiter was already woken")
+                checks.expect(woke.wait(timeout: deadline()) == .success)
+                checks.expect(semaphore.wait(.now()) == .success, "the second signal left a resource")
             }
-            #expect(eventually { semaphore.waiterCount == 1 })
-            let first = semaphore.signal()
-            let second = semaphore.signal()
-            #expect(first == 1)
-            #expect(second == 0, "the only waiter was already woken")
-            #expect(woke.wait(timeout: deadline()) == .success)
-            #expect(semaphore.wait(.now()) == .success, "the second signal left a resource")
         }
     }
 
     @Test("with two parked waiters, two signals each wake one and a third wakes none")
-    func signalCountsTwoWaiters() {
-        let semaphore = CountingSemaphore()
-        let woke = DispatchSemaphore(value: 0)
-        for _ in 0..<2 {
-            onNewThread {
-                semaphore.wait()
-                woke.signal()
+    func signalCountsTwoWaiters() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore()
+            let woke = DispatchSemaphore(value: 0)
+            for _ in 0..<2 {
+                onNewThread {
+                    semaphore.wait()
+                    woke.signal()
+                }
             }
+            checks.expect(eventually { semaphore.waiterCount == 2 })
+            checks.expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
+            for _ in 0..<2 { checks.expect(woke.wait(timeout: deadline()) == .success) }
         }
-        #expect(eventually { semaphore.waiterCount == 2 })
-        #expect([semaphore.signal(), semaphore.signal(), semaphore.signal()] == [1, 1, 0])
-        for _ in 0..<2 { #expect(woke.wait(timeout: deadline()) == .success) }
     }
 
     @Test("signalling past Int.max resources traps with a message naming CountingSemaphore")

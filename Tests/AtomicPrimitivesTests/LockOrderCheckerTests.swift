@@ -16,122 +16,134 @@ private func reports(naming tag: String, _ body: () -> Void) -> [DiagnosticRepor
 @Suite("Lock-order checker", .timeLimit(.minutes(1)))
 struct LockOrderCheckerTests {
     @Test("an inversion on two threads at different times is reported once, naming both locks and all four sites")
-    func twoLockInversion() throws {
-        let a = MutexLock(name: "inversion-A")
-        let b = MutexLock(name: "inversion-B")
-        let outerAB = #line + 3
-        let innerAB = #line + 3
-        let firstOrder: @Sendable () -> Void = {
-            a.withLock {
-                b.withLock {}
+    func twoLockInversion() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "inversion-A")
+            let b = MutexLock(name: "inversion-B")
+            let outerAB = #line + 3
+            let innerAB = #line + 3
+            let firstOrder: @Sendable () -> Void = {
+                a.withLock {
+                    b.withLock {}
+                }
             }
-        }
-        let outerBA = #line + 3
-        let innerBA = #line + 3
-        let secondOrder: @Sendable () -> Void = {
-            b.withLock {
-                a.withLock {}
+            let outerBA = #line + 3
+            let innerBA = #line + 3
+            let secondOrder: @Sendable () -> Void = {
+                b.withLock {
+                    a.withLock {}
+                }
             }
+            let found = reports(naming: "inversion-") {
+                onThread(firstOrder)
+                onThread(secondOrder)
+                onThread(secondOrder)
+                onThread(firstOrder)
+            }
+            try checks.require(found.count == 1)
+            let report = found[0]
+            checks.expect(report.kind == .lockOrderCycle)
+            checks.expect(
+                report.message.contains("\"inversion-A\" (MutexLock made at AtomicPrimitivesTests/LockOrderChecker")
+            )
+            checks.expect(report.message.contains("\"inversion-B\" (MutexLock made at"))
+            let file = "AtomicPrimitivesTests/LockOrderCheckerTests.swift"
+            let sites = [outerBA, innerBA, outerAB, innerAB].map { "\(file):\($0)" }
+            checks.expect(report.sites == sites)
         }
-        let found = reports(naming: "inversion-") {
-            onThread(firstOrder)
-            onThread(secondOrder)
-            onThread(secondOrder)
-            onThread(firstOrder)
-        }
-        try #require(found.count == 1)
-        let report = found[0]
-        #expect(report.kind == .lockOrderCycle)
-        #expect(report.message.contains("\"inversion-A\" (MutexLock made at AtomicPrimitivesTests/LockOrderChecker"))
-        #expect(report.message.contains("\"inversion-B\" (MutexLock made at"))
-        let file = "AtomicPrimitivesTests/LockOrderCheckerTests.swift"
-        let sites = [outerBA, innerBA, outerAB, innerAB].map { "\(file):\($0)" }
-        #expect(report.sites == sites)
     }
 
     @Test("a cycle through three locks is reported when its last edge is attempted")
-    func threeLockCycle() throws {
-        let a = MutexLock(name: "three-A")
-        let b = AtomicBox(0, name: "three-B")
-        let c = MutexLock(name: "three-C")
-        let found = reports(naming: "three-") {
-            onThread { a.withLock { b.mutate { $0 += 1 } } }
-            onThread { b.mutate { _ in c.withLock {} } }
-            onThread { c.withLock { a.withLock {} } }
+    func threeLockCycle() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "three-A")
+            let b = AtomicBox(0, name: "three-B")
+            let c = MutexLock(name: "three-C")
+            let found = reports(naming: "three-") {
+                onThread { a.withLock { b.mutate { $0 += 1 } } }
+                onThread { b.mutate { _ in c.withLock {} } }
+                onThread { c.withLock { a.withLock {} } }
+            }
+            try checks.require(found.count == 1)
+            checks.expect(found[0].message.contains("cycle of 3 locks"))
+            for name in ["three-A", "three-B", "three-C"] {
+                checks.expect(found[0].message.contains("\"\(name)\""))
+            }
+            checks.expect(found[0].message.contains("AtomicBox<Int>"))
         }
-        try #require(found.count == 1)
-        #expect(found[0].message.contains("cycle of 3 locks"))
-        for name in ["three-A", "three-B", "three-C"] {
-            #expect(found[0].message.contains("\"\(name)\""))
-        }
-        #expect(found[0].message.contains("AtomicBox<Int>"))
     }
 
     @Test("locks always taken in one order are never reported, from any number of threads")
-    func consistentOrder() {
-        let a = MutexLock(name: "consistent-A")
-        let b = AtomicBox(0, name: "consistent-B")
-        let c = MutexLock(name: "consistent-C")
-        let found = reports(naming: "consistent-") {
-            #expect(
-                runOnThreads(contendingThreads) { _ in
-                    for _ in 0..<200 {
-                        a.withLock { b.mutate { _ in c.withLock {} } }
-                        a.withLock { c.withLock {} }
-                        b.mutate { _ in c.withLock {} }
+    func consistentOrder() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "consistent-A")
+            let b = AtomicBox(0, name: "consistent-B")
+            let c = MutexLock(name: "consistent-C")
+            let found = reports(naming: "consistent-") {
+                checks.expect(
+                    runOnThreads(contendingThreads) { _ in
+                        for _ in 0..<200 {
+                            a.withLock { b.mutate { _ in c.withLock {} } }
+                            a.withLock { c.withLock {} }
+                            b.mutate { _ in c.withLock {} }
+                        }
                     }
-                }
-            )
+                )
+            }
+            checks.expect(found.isEmpty)
         }
-        #expect(found.isEmpty)
     }
 
     @Test("a try-lock adds no edge, but a lock taken by try-lock counts as held")
-    func tryLockAddsNoEdge() {
-        let a = MutexLock(name: "trylock-A")
-        let b = MutexLock(name: "trylock-B")
-        let quiet = reports(naming: "trylock-") {
-            onThread {
-                a.withLock {
-                    #expect(b.tryLock())
-                    b.unlock()
+    func tryLockAddsNoEdge() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "trylock-A")
+            let b = MutexLock(name: "trylock-B")
+            let quiet = reports(naming: "trylock-") {
+                onThread {
+                    a.withLock {
+                        checks.expect(b.tryLock())
+                        b.unlock()
+                    }
                 }
+                onThread { b.withLock { a.withLock {} } }
             }
-            onThread { b.withLock { a.withLock {} } }
-        }
-        #expect(quiet.isEmpty, "a then try-lock b, and b then a, cannot deadlock")
+            checks.expect(quiet.isEmpty, "a then try-lock b, and b then a, cannot deadlock")
 
-        let c = MutexLock(name: "heldtry-C")
-        let d = MutexLock(name: "heldtry-D")
-        let found = reports(naming: "heldtry-") {
-            onThread {
-                #expect(c.tryLock())
-                d.withLock {}
-                c.unlock()
+            let c = MutexLock(name: "heldtry-C")
+            let d = MutexLock(name: "heldtry-D")
+            let found = reports(naming: "heldtry-") {
+                onThread {
+                    checks.expect(c.tryLock())
+                    d.withLock {}
+                    c.unlock()
+                }
+                onThread { d.withLock { c.withLock {} } }
             }
-            onThread { d.withLock { c.withLock {} } }
+            checks.expect(found.count == 1, "c held by try-lock, then d; and d then c: a cycle")
         }
-        #expect(found.count == 1, "c held by try-lock, then d; and d then c: a cycle")
     }
 
     @Test("locks may be released in any order, and a released lock orders nothing taken after it")
-    func releaseInAnyOrder() throws {
-        let a = MutexLock(name: "anyorder-A")
-        let b = MutexLock(name: "anyorder-B")
-        let c = MutexLock(name: "anyorder-C")
-        let found = reports(naming: "anyorder-") {
-            onThread {
-                a.lock()
-                b.lock()
-                a.unlock()  // b stays held, a does not
-                c.withLock {}
-                b.unlock()
+    func releaseInAnyOrder() async throws {
+        try await offPoolTest { checks in
+            let a = MutexLock(name: "anyorder-A")
+            let b = MutexLock(name: "anyorder-B")
+            let c = MutexLock(name: "anyorder-C")
+            let found = reports(naming: "anyorder-") {
+                onThread {
+                    a.lock()
+                    b.lock()
+                    a.unlock()  // b stays held, a does not
+                    c.withLock {}
+                    b.unlock()
+                }
+                onThread { c.withLock { a.withLock {} } }
             }
-            onThread { c.withLock { a.withLock {} } }
+            // a was released before c was taken: no a → c edge. c → a closes the cycle a → b → c → a, not an inversion.
+            try checks.require(found.count == 1)
+            checks.expect(found[0].message.contains("cycle of 3 locks"))
         }
-        // a was released before c was taken: no a → c edge. c → a closes the cycle a → b → c → a, not an inversion.
-        try #require(found.count == 1)
-        #expect(found[0].message.contains("cycle of 3 locks"))
     }
 
     @Test("a destroyed lock leaves the graph, and a new lock at its address has no history")
@@ -156,92 +168,102 @@ struct LockOrderCheckerTests {
     }
 
     @Test("two locks of one peer class held at once are reported, though no other order was ever seen")
-    func peerClassNesting() throws {
-        let deliveries = LockOrderPeerClass(name: "peer-test delivery lock")
-        let first = MutexLock(name: "peer-1", peers: deliveries)
-        let second = MutexLock(name: "peer-2", peers: deliveries)
-        let third = MutexLock(name: "peer-3", peers: deliveries)
-        let found = reports(naming: "peer-") {
-            onThread { first.withLock {} }
-            onThread { second.withLock {} }
-            onThread { first.withLock { second.withLock {} } }
-            onThread { third.withLock { first.withLock {} } }
+    func peerClassNesting() async throws {
+        try await offPoolTest { checks in
+            let deliveries = LockOrderPeerClass(name: "peer-test delivery lock")
+            let first = MutexLock(name: "peer-1", peers: deliveries)
+            let second = MutexLock(name: "peer-2", peers: deliveries)
+            let third = MutexLock(name: "peer-3", peers: deliveries)
+            let found = reports(naming: "peer-") {
+                onThread { first.withLock {} }
+                onThread { second.withLock {} }
+                onThread { first.withLock { second.withLock {} } }
+                onThread { third.withLock { first.withLock {} } }
+            }
+            let peers = found.filter { $0.kind == .unorderedPeers }
+            try checks.require(peers.count == 1, "reported once per class")
+            checks.expect(peers[0].message.contains("two peer-test delivery locks held at once"))
+            checks.expect(peers[0].message.contains("\"peer-1\"") && peers[0].message.contains("\"peer-2\""))
         }
-        let peers = found.filter { $0.kind == .unorderedPeers }
-        try #require(peers.count == 1, "reported once per class")
-        #expect(peers[0].message.contains("two peer-test delivery locks held at once"))
-        #expect(peers[0].message.contains("\"peer-1\"") && peers[0].message.contains("\"peer-2\""))
     }
 
     @Test("resources that are not locks join through willAcquire, didAcquire and didRelease")
-    func packageHooks() throws {
-        let turn = LockOrderIdentity(name: "hooks-turn", type: Int.self)
-        let queue = LockOrderIdentity(name: "hooks-queue", type: String.self)
-        let found = reports(naming: "hooks-") {
-            LockOrderChecker.willAcquire(turn)
-            LockOrderChecker.didAcquire(turn)
-            #expect(LockOrderChecker.isHeld(turn))
-            LockOrderChecker.willAcquire(queue)
-            LockOrderChecker.didAcquire(queue)
-            LockOrderChecker.didRelease(turn)
-            LockOrderChecker.didRelease(queue)
-            #expect(!LockOrderChecker.isHeld(turn))
-            onThread {
-                LockOrderChecker.willAcquire(queue)
-                LockOrderChecker.didAcquire(queue)
+    func packageHooks() async throws {
+        try await offPoolTest { checks in
+            let turn = LockOrderIdentity(name: "hooks-turn", type: Int.self)
+            let queue = LockOrderIdentity(name: "hooks-queue", type: String.self)
+            let found = reports(naming: "hooks-") {
                 LockOrderChecker.willAcquire(turn)
                 LockOrderChecker.didAcquire(turn)
+                checks.expect(LockOrderChecker.isHeld(turn))
+                LockOrderChecker.willAcquire(queue)
+                LockOrderChecker.didAcquire(queue)
                 LockOrderChecker.didRelease(turn)
                 LockOrderChecker.didRelease(queue)
+                checks.expect(!LockOrderChecker.isHeld(turn))
+                onThread {
+                    LockOrderChecker.willAcquire(queue)
+                    LockOrderChecker.didAcquire(queue)
+                    LockOrderChecker.willAcquire(turn)
+                    LockOrderChecker.didAcquire(turn)
+                    LockOrderChecker.didRelease(turn)
+                    LockOrderChecker.didRelease(queue)
+                }
             }
+            try checks.require(found.count == 1)
+            checks.expect(
+                found[0].message.contains("\"hooks-turn\" (Int made at AtomicPrimitivesTests/LockOrderCheckerTests")
+            )
+            let serial = queue.serial
+            checks.expect(LockOrderChecker.graphContains(serial: serial))
         }
-        try #require(found.count == 1)
-        #expect(found[0].message.contains("\"hooks-turn\" (Int made at AtomicPrimitivesTests/LockOrderCheckerTests"))
-        let serial = queue.serial
-        #expect(LockOrderChecker.graphContains(serial: serial))
     }
 
     @Test("a lock released while held leaves no trace that reports later acquisitions")
-    func lockReleasedWhileHeld() {
-        let kept = MutexLock(name: "dropped-kept")
-        let found = reports(naming: "dropped-") {
-            onThread {
-                do {
-                    let dropped = MutexLock(name: "dropped-gone")
-                    dropped.lock()
+    func lockReleasedWhileHeld() async throws {
+        try await offPoolTest { checks in
+            let kept = MutexLock(name: "dropped-kept")
+            let found = reports(naming: "dropped-") {
+                onThread {
+                    do {
+                        let dropped = MutexLock(name: "dropped-gone")
+                        dropped.lock()
+                    }
+                    kept.withLock {}
                 }
-                kept.withLock {}
             }
+            checks.expect(found.isEmpty)
         }
-        #expect(found.isEmpty)
     }
 
     @Test("a lock destroyed on one thread while another holds it leaves the holder able to lock and report")
-    func lockDestroyedWhileAnotherThreadHoldsIt() {
-        let kept = MutexLock(name: "foreign-kept")
-        let other = MutexLock(name: "foreign-other")
-        let held = DispatchSemaphore(value: 0)
-        let destroyed = DispatchSemaphore(value: 0)
-        let box = AtomicBox<MutexLock?>(MutexLock(name: "foreign-gone"))
-        let found = reports(naming: "foreign-") {
-            #expect(
-                runOnThreads(2) { index in
-                    if index == 0 {
-                        box.value?.lock()
-                        held.signal()
-                        _ = destroyed.wait(timeout: deadline())
-                        kept.withLock { other.withLock {} }
-                    } else {
-                        _ = held.wait(timeout: deadline())
-                        box.mutate { $0 = nil }
-                        destroyed.signal()
+    func lockDestroyedWhileAnotherThreadHoldsIt() async throws {
+        try await offPoolTest { checks in
+            let kept = MutexLock(name: "foreign-kept")
+            let other = MutexLock(name: "foreign-other")
+            let held = DispatchSemaphore(value: 0)
+            let destroyed = DispatchSemaphore(value: 0)
+            let box = AtomicBox<MutexLock?>(MutexLock(name: "foreign-gone"))
+            let found = reports(naming: "foreign-") {
+                checks.expect(
+                    runOnThreads(2) { index in
+                        if index == 0 {
+                            box.value?.lock()
+                            held.signal()
+                            _ = destroyed.wait(timeout: deadline())
+                            kept.withLock { other.withLock {} }
+                        } else {
+                            _ = held.wait(timeout: deadline())
+                            box.mutate { $0 = nil }
+                            destroyed.signal()
+                        }
                     }
-                }
-            )
-            onThread { other.withLock { kept.withLock {} } }
+                )
+                onThread { other.withLock { kept.withLock {} } }
+            }
+            checks.expect(found.count == 1, "the holder's later locks are still checked")
+            checks.expect(found.first?.message.contains("foreign-gone") == false)
         }
-        #expect(found.count == 1, "the holder's later locks are still checked")
-        #expect(found.first?.message.contains("foreign-gone") == false)
     }
 
     @Test(

@@ -22,39 +22,43 @@ struct MainQueueDoctorTests {
     }
 
     @Test("a target nobody drains is reported once, with the fixes named, however many sends follow")
-    func stuckTargetReportedOnce() {
-        // Stuck: busy with a block until the end of the test, then drained before the queue is released.
-        let stuck = DispatchQueue(label: "test.doctor.stuck")
-        let unblock = DispatchSemaphore(value: 0)
-        stuck.async { _ = unblock.wait(timeout: deadline()) }
-        defer {
-            unblock.signal()
-            stuck.sync {}
+    func stuckTargetReportedOnce() async throws {
+        try await offPoolTest { checks in
+            // Stuck: busy with a block until the end of the test, then drained before the queue is released.
+            let stuck = DispatchQueue(label: "test.doctor.stuck")
+            let unblock = DispatchSemaphore(value: 0)
+            stuck.async { _ = unblock.wait(timeout: deadline()) }
+            defer {
+                unblock.signal()
+                stuck.sync {}
+            }
+            let (probe, reports, reported) = self.makeProbe(target: stuck)
+            probe.noteSend()
+            checks.expect(reported.wait(timeout: deadline()) == .success)
+            for _ in 0..<100 { probe.noteSend() }
+            checks.expect(eventually { probe.isSettled }, "settled once the report has been made")
+            checks.expect(reports.value.count == 1)
+            let message = reports.value.first ?? ""
+            checks.expect(message.contains("dispatchMain()"))
+            checks.expect(message.contains("RunLoop.main.run()"))
+            checks.expect(message.contains("top-level await"))
+            checks.expect(message.contains("MainQueueDoctor.patience = nil"))
         }
-        let (probe, reports, reported) = self.makeProbe(target: stuck)
-        probe.noteSend()
-        #expect(reported.wait(timeout: deadline()) == .success)
-        for _ in 0..<100 { probe.noteSend() }
-        #expect(eventually { probe.isSettled }, "settled once the report has been made")
-        #expect(reports.value.count == 1)
-        let message = reports.value.first ?? ""
-        #expect(message.contains("dispatchMain()"))
-        #expect(message.contains("RunLoop.main.run()"))
-        #expect(message.contains("top-level await"))
-        #expect(message.contains("MainQueueDoctor.patience = nil"))
     }
 
     @Test("a drained target settles the probe without a report")
-    func drainedTargetSettles() {
-        let drained = DispatchQueue(label: "test.doctor.drained")
-        let (probe, reports, reported) = self.makeProbe(target: drained)
-        probe.noteSend()
-        #expect(eventually { probe.isSettled })
-        drained.sync {}  // the marker has run: the queue is released with nothing pending
-        // The timer fires after the patience and finds the marker run: give it well past that to report wrongly.
-        #expect(reported.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
-        #expect(reports.value.isEmpty)
-        #expect(probe.isWatching == false, "a settled probe no longer watches sends")
+    func drainedTargetSettles() async throws {
+        try await offPoolTest { checks in
+            let drained = DispatchQueue(label: "test.doctor.drained")
+            let (probe, reports, reported) = self.makeProbe(target: drained)
+            probe.noteSend()
+            checks.expect(eventually { probe.isSettled })
+            drained.sync {}  // the marker has run: the queue is released with nothing pending
+            // The timer fires after the patience and finds the marker run: give it well past that to report wrongly.
+            checks.expect(reported.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
+            checks.expect(reports.value.isEmpty)
+            checks.expect(probe.isWatching == false, "a settled probe no longer watches sends")
+        }
     }
 
     @Test("with patience nil the probe is off: sends start no watch")
@@ -68,83 +72,91 @@ struct MainQueueDoctorTests {
     }
 
     @Test("switching the probe off ends a running watch without a report; switching it on again watches anew")
-    func offDuringWatch() {
-        let stuck = DispatchQueue(label: "test.doctor.off-during-watch")
-        let unblock = DispatchSemaphore(value: 0)
-        stuck.async { _ = unblock.wait(timeout: deadline()) }
-        defer {
-            unblock.signal()
-            stuck.sync {}
+    func offDuringWatch() async throws {
+        try await offPoolTest { checks in
+            let stuck = DispatchQueue(label: "test.doctor.off-during-watch")
+            let unblock = DispatchSemaphore(value: 0)
+            stuck.async { _ = unblock.wait(timeout: deadline()) }
+            defer {
+                unblock.signal()
+                stuck.sync {}
+            }
+            let (probe, reports, reported) = self.makeProbe(target: stuck)
+            probe.noteSend()
+            checks.expect(probe.hasWatchRunning)
+            probe.patience = nil
+            // The watch's timer fires after 30 ms and finds the probe off.
+            checks.expect(eventually { !probe.hasWatchRunning }, "the watch ends when its patience runs out")
+            checks.expect(reports.value.isEmpty)
+            checks.expect(probe.isSettled == false)
+            probe.patience = .milliseconds(30)
+            checks.expect(probe.isWatching, "on again, and watching nothing: the next send starts a watch")
+            probe.noteSend()
+            checks.expect(reported.wait(timeout: deadline()) == .success)
+            checks.expect(eventually { probe.isSettled })
+            checks.expect(reports.value.count == 1)
         }
-        let (probe, reports, reported) = self.makeProbe(target: stuck)
-        probe.noteSend()
-        #expect(probe.hasWatchRunning)
-        probe.patience = nil
-        // The watch's timer fires after 30 ms and finds the probe off.
-        #expect(eventually { !probe.hasWatchRunning }, "the watch ends when its patience runs out")
-        #expect(reports.value.isEmpty)
-        #expect(probe.isSettled == false)
-        probe.patience = .milliseconds(30)
-        #expect(probe.isWatching, "on again, and watching nothing: the next send starts a watch")
-        probe.noteSend()
-        #expect(reported.wait(timeout: deadline()) == .success)
-        #expect(eventually { probe.isSettled })
-        #expect(reports.value.count == 1)
     }
 
     @Test("a probe made off starts watching once it gets a patience, and stops when it loses it")
-    func offAndOn() {
-        let drained = DispatchQueue(label: "test.doctor.off-and-on")
-        let (probe, reports, _) = self.makeProbe(target: drained, patience: nil)
-        #expect(probe.isWatching == false)
-        probe.patience = .milliseconds(30)
-        #expect(probe.patience == .milliseconds(30))
-        #expect(probe.isWatching)
-        probe.patience = nil
-        #expect(probe.isWatching == false)
-        probe.noteSend()
-        drained.sync {}
-        #expect(probe.isSettled == false, "off: the send sent no marker")
-        probe.patience = .seconds(1)
-        probe.noteSend()
-        #expect(eventually { probe.isSettled })
-        probe.patience = nil
-        probe.patience = .seconds(1)
-        #expect(probe.isWatching == false, "settled stays settled, whatever the patience")
-        drained.sync {}
-        #expect(reports.value.isEmpty)
+    func offAndOn() async throws {
+        try await offPoolTest { checks in
+            let drained = DispatchQueue(label: "test.doctor.off-and-on")
+            let (probe, reports, _) = self.makeProbe(target: drained, patience: nil)
+            checks.expect(probe.isWatching == false)
+            probe.patience = .milliseconds(30)
+            checks.expect(probe.patience == .milliseconds(30))
+            checks.expect(probe.isWatching)
+            probe.patience = nil
+            checks.expect(probe.isWatching == false)
+            probe.noteSend()
+            drained.sync {}
+            checks.expect(probe.isSettled == false, "off: the send sent no marker")
+            probe.patience = .seconds(1)
+            probe.noteSend()
+            checks.expect(eventually { probe.isSettled })
+            probe.patience = nil
+            probe.patience = .seconds(1)
+            checks.expect(probe.isWatching == false, "settled stays settled, whatever the patience")
+            drained.sync {}
+            checks.expect(reports.value.isEmpty)
+        }
     }
 
     @Test("the first send to another queue sends a marker: a drained target settles the probe, nothing sent to it")
-    func sendElsewhereSettles() {
-        let drained = DispatchQueue(label: "test.doctor.elsewhere-drained")
-        let (probe, reports, _) = self.makeProbe(target: drained)
-        #expect(probe.isWatching)
-        probe.noteSendElsewhere()
-        #expect(eventually { probe.isSettled })
-        #expect(probe.isWatching == false, "settled: every send is one load")
-        drained.sync {}
-        #expect(reports.value.isEmpty)
+    func sendElsewhereSettles() async throws {
+        try await offPoolTest { checks in
+            let drained = DispatchQueue(label: "test.doctor.elsewhere-drained")
+            let (probe, reports, _) = self.makeProbe(target: drained)
+            checks.expect(probe.isWatching)
+            probe.noteSendElsewhere()
+            checks.expect(eventually { probe.isSettled })
+            checks.expect(probe.isWatching == false, "settled: every send is one load")
+            drained.sync {}
+            checks.expect(reports.value.isEmpty)
+        }
     }
 
     @Test("a send to another queue starts no watch: with the target stuck, nothing is reported until a send to it")
-    func sendElsewhereStartsNoWatch() {
-        let stuck = DispatchQueue(label: "test.doctor.elsewhere-stuck")
-        let unblock = DispatchSemaphore(value: 0)
-        stuck.async { _ = unblock.wait(timeout: deadline()) }
-        defer {
-            unblock.signal()
-            stuck.sync {}
+    func sendElsewhereStartsNoWatch() async throws {
+        try await offPoolTest { checks in
+            let stuck = DispatchQueue(label: "test.doctor.elsewhere-stuck")
+            let unblock = DispatchSemaphore(value: 0)
+            stuck.async { _ = unblock.wait(timeout: deadline()) }
+            defer {
+                unblock.signal()
+                stuck.sync {}
+            }
+            let (probe, reports, reported) = self.makeProbe(target: stuck)
+            for _ in 0..<3 { probe.noteSendElsewhere() }
+            checks.expect(probe.hasWatchRunning == false)
+            checks.expect(probe.isSettled == false)
+            checks.expect(probe.isWatching, "a send to the target would still start a watch")
+            probe.noteSend()
+            checks.expect(reported.wait(timeout: deadline()) == .success)
+            checks.expect(eventually { probe.isSettled })
+            checks.expect(reports.value.count == 1)
         }
-        let (probe, reports, reported) = self.makeProbe(target: stuck)
-        for _ in 0..<3 { probe.noteSendElsewhere() }
-        #expect(probe.hasWatchRunning == false)
-        #expect(probe.isSettled == false)
-        #expect(probe.isWatching, "a send to the target would still start a watch")
-        probe.noteSend()
-        #expect(reported.wait(timeout: deadline()) == .success)
-        #expect(eventually { probe.isSettled })
-        #expect(reports.value.count == 1)
     }
 
     @Test("a program that drains main and sends nothing to it settles the doctor, silently")

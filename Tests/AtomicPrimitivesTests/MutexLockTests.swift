@@ -6,55 +6,61 @@ import Testing
 @Suite("MutexLock", .timeLimit(.minutes(1)))
 struct MutexLockTests {
     @Test("a second thread cannot take the lock until the holder releases it")
-    func exclusion() {
-        let lock = MutexLock()
-        let acquired = DispatchSemaphore(value: 0)
-        lock.lock()
-        onNewThread {
+    func exclusion() async throws {
+        try await offPoolTest { checks in
+            let lock = MutexLock()
+            let acquired = DispatchSemaphore(value: 0)
             lock.lock()
-            acquired.signal()
+            onNewThread {
+                lock.lock()
+                acquired.signal()
+                lock.unlock()
+            }
+            // The other thread is blocked on the lock: it cannot signal while we hold it.
+            checks.expect(acquired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
             lock.unlock()
+            checks.expect(acquired.wait(timeout: deadline()) == .success)
         }
-        // The other thread is blocked on the lock: it cannot signal while we hold it.
-        #expect(acquired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        lock.unlock()
-        #expect(acquired.wait(timeout: deadline()) == .success)
     }
 
     @Test("withLock loses no update with one thread per core incrementing")
-    func noLostUpdates() {
-        let lock = MutexLock()
-        nonisolated(unsafe) var counter = 0  // guarded by `lock`
-        let perThread = 20_000
-        let finished = runOnThreads(contendingThreads) { _ in
-            for _ in 0..<perThread {
-                lock.withLock { counter += 1 }
+    func noLostUpdates() async throws {
+        try await offPoolTest { checks in
+            let lock = MutexLock()
+            nonisolated(unsafe) var counter = 0  // guarded by `lock`
+            let perThread = 20_000
+            let finished = runOnThreads(contendingThreads) { _ in
+                for _ in 0..<perThread {
+                    lock.withLock { counter += 1 }
+                }
             }
+            checks.expect(finished)
+            checks.expect(lock.withLock { counter } == contendingThreads * perThread)
         }
-        #expect(finished)
-        #expect(lock.withLock { counter } == contendingThreads * perThread)
     }
 
     @Test("tryLock fails while another thread holds the lock and succeeds once it is free")
-    func tryLock() {
-        let lock = MutexLock()
-        let held = DispatchSemaphore(value: 0)
-        let release = DispatchSemaphore(value: 0)
-        let released = DispatchSemaphore(value: 0)
-        onNewThread {
-            lock.lock()
-            held.signal()
-            _ = release.wait(timeout: deadline())
+    func tryLock() async throws {
+        try await offPoolTest { checks in
+            let lock = MutexLock()
+            let held = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let released = DispatchSemaphore(value: 0)
+            onNewThread {
+                lock.lock()
+                held.signal()
+                _ = release.wait(timeout: deadline())
+                lock.unlock()
+                released.signal()
+            }
+            checks.expect(held.wait(timeout: deadline()) == .success)
+            checks.expect(lock.tryLock() == false)
+            release.signal()
+            checks.expect(released.wait(timeout: deadline()) == .success)
+            checks.expect(lock.tryLock() == true)
+            checks.expect(lock.tryLock() == false, "the holder's own tryLock fails rather than recursing")
             lock.unlock()
-            released.signal()
         }
-        #expect(held.wait(timeout: deadline()) == .success)
-        #expect(lock.tryLock() == false)
-        release.signal()
-        #expect(released.wait(timeout: deadline()) == .success)
-        #expect(lock.tryLock() == true)
-        #expect(lock.tryLock() == false, "the holder's own tryLock fails rather than recursing")
-        lock.unlock()
     }
 
     @Test("withLock returns the body's result and releases the lock when the body throws")

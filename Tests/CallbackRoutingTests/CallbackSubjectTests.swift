@@ -57,38 +57,42 @@ private final class Recorder: Sendable {
 @Suite("CallbackSubject", .timeLimit(.minutes(1)))
 struct CallbackSubjectTests {
     @Test("each subscriber receives values in send order without overlapping calls", arguments: Route.allCases)
-    func orderOnEachRoute(route: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let recorder = Recorder()
-        let subscription = subject.subscribe(on: route.make(), receiveValue: recorder.receive)
-        for value in 1...200 { subject.send(value) }
-        #expect(recorder.waitFor(200))
-        #expect(recorder.values.value == Array(1...200))
-        #expect(recorder.overlapped.value == false)
-        subscription.cancel()
+    func orderOnEachRoute(route: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let recorder = Recorder()
+            let subscription = subject.subscribe(on: route.make(), receiveValue: recorder.receive)
+            for value in 1...200 { subject.send(value) }
+            checks.expect(recorder.waitFor(200))
+            checks.expect(recorder.values.value == Array(1...200))
+            checks.expect(recorder.overlapped.value == false)
+            subscription.cancel()
+        }
     }
 
     @Test("values sent concurrently from many threads reach every subscriber exactly once")
-    func concurrentSenders() {
-        let subject = CallbackSubject<Int, Failure>()
-        let recorders = [Recorder(), Recorder(), Recorder()]
-        let routes: [CallbackQueue] = [.untouch, .dispatch(DispatchQueue(label: "test.fanout")), .mainAsync]
-        let subscriptions = zip(recorders, routes).map { recorder, route in
-            subject.subscribe(on: route, receiveValue: recorder.receive)
-        }
-        let perThread = 250
-        #expect(
-            runOnThreads(contendingThreads * 2) { thread in
-                for index in 0..<perThread { subject.send(thread * perThread + index) }
+    func concurrentSenders() async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let recorders = [Recorder(), Recorder(), Recorder()]
+            let routes: [CallbackQueue] = [.untouch, .dispatch(DispatchQueue(label: "test.fanout")), .mainAsync]
+            let subscriptions = zip(recorders, routes).map { recorder, route in
+                subject.subscribe(on: route, receiveValue: recorder.receive)
             }
-        )
-        let total = contendingThreads * 2 * perThread
-        for recorder in recorders {
-            #expect(recorder.waitFor(total))
-            #expect(recorder.values.value.sorted() == Array(0..<total))
-            #expect(recorder.overlapped.value == false)
+            let perThread = 250
+            checks.expect(
+                runOnThreads(contendingThreads * 2) { thread in
+                    for index in 0..<perThread { subject.send(thread * perThread + index) }
+                }
+            )
+            let total = contendingThreads * 2 * perThread
+            for recorder in recorders {
+                checks.expect(recorder.waitFor(total))
+                checks.expect(recorder.values.value.sorted() == Array(0..<total))
+                checks.expect(recorder.overlapped.value == false)
+            }
+            withExtendedLifetime(subscriptions) {}
         }
-        withExtendedLifetime(subscriptions) {}
     }
 
     @Test("with untouch and one sender, a value is delivered before send returns")
@@ -136,20 +140,22 @@ struct CallbackSubjectTests {
     }
 
     @Test("values queued for a subscriber are dropped when it cancels")
-    func cancelDropsQueuedValues() {
-        let subject = CallbackSubject<Int, Failure>()
-        let queue = DispatchQueue(label: "test.subject.held")
-        let recorder = Recorder()
-        let release = DispatchSemaphore(value: 0)
-        queue.async { _ = release.wait(timeout: deadline()) }  // holds the queue, so values wait in the mailbox
-        let subscription = subject.subscribe(on: .dispatch(queue), receiveValue: recorder.receive)
-        for value in 1...5 { subject.send(value) }
-        subscription.cancel()
-        release.signal()
-        let drained = DispatchSemaphore(value: 0)
-        queue.async { drained.signal() }
-        #expect(drained.wait(timeout: deadline()) == .success)
-        #expect(recorder.values.value.isEmpty)
+    func cancelDropsQueuedValues() async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let queue = DispatchQueue(label: "test.subject.held")
+            let recorder = Recorder()
+            let release = DispatchSemaphore(value: 0)
+            queue.async { _ = release.wait(timeout: deadline()) }  // holds the queue, so values wait in the mailbox
+            let subscription = subject.subscribe(on: .dispatch(queue), receiveValue: recorder.receive)
+            for value in 1...5 { subject.send(value) }
+            subscription.cancel()
+            release.signal()
+            let drained = DispatchSemaphore(value: 0)
+            queue.async { drained.signal() }
+            checks.expect(drained.wait(timeout: deadline()) == .success)
+            checks.expect(recorder.values.value.isEmpty)
+        }
     }
 
     @Test("a subscriber may cancel itself inside its own callback")
@@ -214,21 +220,23 @@ struct CallbackSubjectReentrancyTests {
         arguments: Route.allCases,
         Route.allCases
     )
-    func sendInsideCallback(first: Route, second: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let a = Recorder()
-        let b = Recorder()
-        let subscriptionA = subject.subscribe(on: first.make()) { value in
-            if value == 0 { subject.send(1) }
-            a.receive(value)
+    func sendInsideCallback(first: Route, second: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let a = Recorder()
+            let b = Recorder()
+            let subscriptionA = subject.subscribe(on: first.make()) { value in
+                if value == 0 { subject.send(1) }
+                a.receive(value)
+            }
+            let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive)
+            subject.send(0)
+            checks.expect(a.waitFor(2))
+            checks.expect(b.waitFor(2))
+            checks.expect(a.values.value == [0, 1])
+            checks.expect(b.values.value == [0, 1], "B subscribed after A, and still sees send order")
+            withExtendedLifetime((subscriptionA, subscriptionB)) {}
         }
-        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive)
-        subject.send(0)
-        #expect(a.waitFor(2))
-        #expect(b.waitFor(2))
-        #expect(a.values.value == [0, 1])
-        #expect(b.values.value == [0, 1], "B subscribed after A, and still sees send order")
-        withExtendedLifetime((subscriptionA, subscriptionB)) {}
     }
 
     @Test(
@@ -236,76 +244,86 @@ struct CallbackSubjectReentrancyTests {
         arguments: Route.allCases,
         Route.allCases
     )
-    func completionInsideCallback(first: Route, second: Route) {
-        let subject = CallbackSubject<Int, Failure>()
-        let a = Recorder()
-        let b = Recorder()
-        let subscriptionA = subject.subscribe(
-            on: first.make(),
-            receiveValue: { value in
-                subject.send(completion: .finished)
-                a.receive(value)
-            },
-            receiveCompletion: a.complete
-        )
-        let subscriptionB = subject.subscribe(on: second.make(), receiveValue: b.receive, receiveCompletion: b.complete)
-        subject.send(0)
-        #expect(a.waitFor(2))
-        #expect(b.waitFor(2))
-        #expect(b.values.value == [0], "the value sent before the completion is not lost")
-        #expect(b.completions.value == [.finished])
-        #expect(a.values.value == [0])
-        #expect(a.completions.value == [.finished])
-        withExtendedLifetime((subscriptionA, subscriptionB)) {}
+    func completionInsideCallback(first: Route, second: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Failure>()
+            let a = Recorder()
+            let b = Recorder()
+            let subscriptionA = subject.subscribe(
+                on: first.make(),
+                receiveValue: { value in
+                    subject.send(completion: .finished)
+                    a.receive(value)
+                },
+                receiveCompletion: a.complete
+            )
+            let subscriptionB = subject.subscribe(
+                on: second.make(),
+                receiveValue: b.receive,
+                receiveCompletion: b.complete
+            )
+            subject.send(0)
+            checks.expect(a.waitFor(2))
+            checks.expect(b.waitFor(2))
+            checks.expect(b.values.value == [0], "the value sent before the completion is not lost")
+            checks.expect(b.completions.value == [.finished])
+            checks.expect(a.values.value == [0])
+            checks.expect(a.completions.value == [.finished])
+            withExtendedLifetime((subscriptionA, subscriptionB)) {}
+        }
     }
 
     @Test("a subscriber cancelled while an earlier subscriber's callback runs that send gets no callback for it")
-    func cancelledBetweenClaimAndDelivery() {
-        // The send has put the value in both mailboxes and delivers them in turn on its own thread: B's value is
-        // claimed, but B's delivery has not started while A's callback runs. Cancelling B then must win.
-        let subject = CallbackSubject<Int, Never>()
-        let insideA = DispatchSemaphore(value: 0)
-        let cancelledB = DispatchSemaphore(value: 0)
-        let a = subject.subscribe { _ in
-            insideA.signal()
-            _ = cancelledB.wait(timeout: deadline())
+    func cancelledBetweenClaimAndDelivery() async throws {
+        try await offPoolTest { checks in
+            // The send has put the value in both mailboxes and delivers them in turn on its own thread: B's value is
+            // claimed, but B's delivery has not started while A's callback runs. Cancelling B then must win.
+            let subject = CallbackSubject<Int, Never>()
+            let insideA = DispatchSemaphore(value: 0)
+            let cancelledB = DispatchSemaphore(value: 0)
+            let a = subject.subscribe { _ in
+                insideA.signal()
+                _ = cancelledB.wait(timeout: deadline())
+            }
+            let callsToB = AtomicBox(0)
+            let b = subject.subscribe { _ in callsToB.mutate { $0 += 1 } }
+            let sent = DispatchSemaphore(value: 0)
+            onNewThread {
+                subject.send(1)
+                sent.signal()
+            }
+            checks.expect(insideA.wait(timeout: deadline()) == .success)
+            b.cancel()
+            cancelledB.signal()
+            checks.expect(sent.wait(timeout: deadline()) == .success)
+            checks.expect(callsToB.value == 0, "B's callback ran after its cancel() returned")
+            withExtendedLifetime(a) {}
         }
-        let callsToB = AtomicBox(0)
-        let b = subject.subscribe { _ in callsToB.mutate { $0 += 1 } }
-        let sent = DispatchSemaphore(value: 0)
-        onNewThread {
-            subject.send(1)
-            sent.signal()
-        }
-        #expect(insideA.wait(timeout: deadline()) == .success)
-        b.cancel()
-        cancelledB.signal()
-        #expect(sent.wait(timeout: deadline()) == .success)
-        #expect(callsToB.value == 0, "B's callback ran after its cancel() returned")
-        withExtendedLifetime(a) {}
     }
 
     @Test(
         "cancel() from inside the subscriber's own callback returns at once, on every route",
         arguments: Route.allCases
     )
-    func cancelInsideOwnCallback(route: Route) {
-        let subject = CallbackSubject<Int, Never>()
-        let box = AtomicBox<CallbackSubscription?>(nil)
-        let calls = AtomicBox(0)
-        let returned = DispatchSemaphore(value: 0)
-        box.mutate { slot in
-            slot = subject.subscribe(on: route.make()) { _ in
-                calls.mutate { $0 += 1 }
-                box.value?.cancel()
-                returned.signal()
+    func cancelInsideOwnCallback(route: Route) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Never>()
+            let box = AtomicBox<CallbackSubscription?>(nil)
+            let calls = AtomicBox(0)
+            let returned = DispatchSemaphore(value: 0)
+            box.mutate { slot in
+                slot = subject.subscribe(on: route.make()) { _ in
+                    calls.mutate { $0 += 1 }
+                    box.value?.cancel()
+                    returned.signal()
+                }
             }
+            subject.send(1)
+            subject.send(2)
+            checks.expect(returned.wait(timeout: deadline()) == .success)
+            subject.send(3)
+            checks.expect(returned.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+            checks.expect(calls.value == 1)
         }
-        subject.send(1)
-        subject.send(2)
-        #expect(returned.wait(timeout: deadline()) == .success)
-        subject.send(3)
-        #expect(returned.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        #expect(calls.value == 1)
     }
 }

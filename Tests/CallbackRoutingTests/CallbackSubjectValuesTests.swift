@@ -114,7 +114,7 @@ struct CallbackSubjectValuesTests {
         var iterator = subject.values.makeAsyncIterator()
         let perSender = 2_000
         let senders = contendingThreads
-        let sent = runOnThreads(senders) { sender in
+        let sent = await runOnThreadsOffPool(senders) { sender in
             for index in 0..<perSender { subject.send(sender * perSender + index) }
         }
         #expect(sent)

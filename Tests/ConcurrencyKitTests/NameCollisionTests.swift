@@ -83,8 +83,10 @@ struct NameCollisionTests {
         #expect(await swiftTask.value == 42)
         #expect(mutex.withLock { $0 } == 0)
         #expect(atomic.load(ordering: .relaxed) == 0)
-        #expect(box.value == 0 && locked.wrappedValue == 1 && semaphore.wait(.now()) == .success)
-        #expect(synced.lowestPriority.get() == .success(1) && error == .cancelled)
+        // A semaphore's `wait` and a synced value's commands block: they do not run on a task.
+        let (semaphoreWaited, syncedRead) = await offPool { (semaphore.wait(.now()), synced.lowestPriority.get()) }
+        #expect(box.value == 0 && locked.wrappedValue == 1 && semaphoreWaited == .success)
+        #expect(syncedRead == .success(1) && error == .cancelled)
         #expect(group.operations.isEmpty && gcdQueue == .default && route.queue == nil)
         withExtendedLifetime(
             (lock, asynced, done, commands, queuer, operation, scheduler, gcdTask, gcdGroup, gcdTimer, once)

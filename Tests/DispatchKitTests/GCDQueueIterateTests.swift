@@ -29,70 +29,78 @@ struct GCDQueueIterateTests {
         "iterations that sync onto a serial queue run its blocks one at a time, whatever queue the caller is in",
         arguments: ["nowhere", "another serial queue", "a concurrent queue", "a global queue"]
     )
-    func iterationsKeepSerialExclusion(callerIn: String) {
-        let a = GCDQueue(name: "test.iterate.exclusive.a")
-        let outer: GCDQueue? =
-            switch callerIn {
-            case "another serial queue": GCDQueue(name: "test.iterate.exclusive.outer")
-            case "a concurrent queue": GCDQueue(name: "test.iterate.exclusive.outer", kind: .concurrent)
-            case "a global queue": .utility
-            default: nil
-            }
-        let c = GCDQueue(name: "test.iterate.exclusive.c", kind: .concurrent)
-        let counter = UnguardedCounter()
-        let iterate: @Sendable () -> Void = { c.iterate(400) { _ in a.sync { counter.slowIncrement() } } }
-        #expect(finishes { if let outer { outer.sync(iterate) } else { iterate() } })
-        #expect(a.sync { counter.value } == 400)
+    func iterationsKeepSerialExclusion(callerIn: String) async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.exclusive.a")
+            let outer: GCDQueue? =
+                switch callerIn {
+                case "another serial queue": GCDQueue(name: "test.iterate.exclusive.outer")
+                case "a concurrent queue": GCDQueue(name: "test.iterate.exclusive.outer", kind: .concurrent)
+                case "a global queue": .utility
+                default: nil
+                }
+            let c = GCDQueue(name: "test.iterate.exclusive.c", kind: .concurrent)
+            let counter = UnguardedCounter()
+            let iterate: @Sendable () -> Void = { c.iterate(400) { _ in a.sync { counter.slowIncrement() } } }
+            checks.expect(finishes { if let outer { outer.sync(iterate) } else { iterate() } })
+            checks.expect(a.sync { counter.value } == 400)
+        }
     }
 
     @Test("an iteration runs inside the iterated queue, not inside the queues its caller is in")
-    func iterationIsNotInsideCallersQueues() {
-        let a = GCDQueue(name: "test.iterate.inside.a")
-        let b = GCDQueue(name: "test.iterate.inside.b", kind: .concurrent)
-        let c = GCDQueue(name: "test.iterate.inside.c", kind: .concurrent)
-        let seen = AtomicBox<[[Bool]]>([])
-        #expect(
-            finishes {
-                a.sync {
-                    b.sync {
-                        c.iterate(16) { _ in
-                            let answer = [c.isCurrent, GCDQueue.current == c, a.isCurrent, b.isCurrent]
-                            seen.mutate { $0.append(answer) }
+    func iterationIsNotInsideCallersQueues() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.inside.a")
+            let b = GCDQueue(name: "test.iterate.inside.b", kind: .concurrent)
+            let c = GCDQueue(name: "test.iterate.inside.c", kind: .concurrent)
+            let seen = AtomicBox<[[Bool]]>([])
+            checks.expect(
+                finishes {
+                    a.sync {
+                        b.sync {
+                            c.iterate(16) { _ in
+                                let answer = [c.isCurrent, GCDQueue.current == c, a.isCurrent, b.isCurrent]
+                                seen.mutate { $0.append(answer) }
+                            }
                         }
                     }
                 }
-            }
-        )
-        #expect(seen.value.count == 16)
-        #expect(seen.value.allSatisfy { $0 == [true, true, false, false] }, "\(seen.value)")
+            )
+            checks.expect(seen.value.count == 16)
+            checks.expect(seen.value.allSatisfy { $0 == [true, true, false, false] }, "\(seen.value)")
+        }
     }
 
     @Test("an iteration may sync onto a concurrent queue its caller is in: that neither waits nor breaks exclusion")
-    func iterationSyncsOntoCallersConcurrentQueue() {
-        let outer = GCDQueue(name: "test.iterate.held.concurrent", kind: .concurrent)
-        let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
-        let count = AtomicBox(0)
-        #expect(finishes { outer.sync { c.iterate(64) { _ in outer.sync { count.mutate { $0 += 1 } } } } })
-        #expect(count.value == 64)
+    func iterationSyncsOntoCallersConcurrentQueue() async throws {
+        try await offPoolTest { checks in
+            let outer = GCDQueue(name: "test.iterate.held.concurrent", kind: .concurrent)
+            let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
+            let count = AtomicBox(0)
+            checks.expect(finishes { outer.sync { c.iterate(64) { _ in outer.sync { count.mutate { $0 += 1 } } } } })
+            checks.expect(count.value == 64)
+        }
     }
 
     @Test("a serial queue's iterate called inside it runs inline, in order")
-    func serialQueueInsideRunsInline() {
-        let a = GCDQueue(name: "test.iterate.serial.inline")
-        let order = UnguardedCounter()
-        let seen = AtomicBox<[Int]>([])
-        #expect(
-            finishes {
-                a.sync {
-                    a.iterate(100) { index in
-                        order.value += 1
-                        seen.mutate { $0.append(index) }
+    func serialQueueInsideRunsInline() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.iterate.serial.inline")
+            let order = UnguardedCounter()
+            let seen = AtomicBox<[Int]>([])
+            checks.expect(
+                finishes {
+                    a.sync {
+                        a.iterate(100) { index in
+                            order.value += 1
+                            seen.mutate { $0.append(index) }
+                        }
                     }
                 }
-            }
-        )
-        #expect(seen.value == Array(0..<100))
-        #expect(order.value == 100)
+            )
+            checks.expect(seen.value == Array(0..<100))
+            checks.expect(order.value == 100)
+        }
     }
 
     /// The shapes of a call that would need a serial queue its caller holds; each must trap, never run in parallel.
@@ -115,19 +123,22 @@ struct GCDQueueIterateTests {
     )
     func iterationSyncOntoCallersSerialQueueTraps(shape: HeldShape) async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [shape] in
-            let a = GCDQueue(name: "test.iterate.held.a")
-            let b = GCDQueue(name: "test.iterate.held.b")
-            let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
-            let d = GCDQueue(name: "test.iterate.held.d", kind: .concurrent)
-            let counter = UnguardedCounter()
-            a.sync {
-                c.iterate(64) { _ in
-                    switch shape {
-                    case .direct: a.sync { counter.slowIncrement() }
-                    case .throughOwnSync: b.sync { a.sync { counter.slowIncrement() } }
-                    case .throughNestedIterate: d.iterate(4) { _ in a.sync { counter.slowIncrement() } }
-                    case .serialIterate: a.iterate(2) { _ in counter.slowIncrement() }
-                    case .taskSync: GCDTask(queue: a) { counter.slowIncrement() }.sync()
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let a = GCDQueue(name: "test.iterate.held.a")
+                let b = GCDQueue(name: "test.iterate.held.b")
+                let c = GCDQueue(name: "test.iterate.held.c", kind: .concurrent)
+                let d = GCDQueue(name: "test.iterate.held.d", kind: .concurrent)
+                let counter = UnguardedCounter()
+                a.sync {
+                    c.iterate(64) { _ in
+                        switch shape {
+                        case .direct: a.sync { counter.slowIncrement() }
+                        case .throughOwnSync: b.sync { a.sync { counter.slowIncrement() } }
+                        case .throughNestedIterate: d.iterate(4) { _ in a.sync { counter.slowIncrement() } }
+                        case .serialIterate: a.iterate(2) { _ in counter.slowIncrement() }
+                        case .taskSync: GCDTask(queue: a) { counter.slowIncrement() }.sync()
+                        }
                     }
                 }
             }
@@ -161,9 +172,12 @@ struct GCDQueueIterateTests {
     @Test("an iteration's barrierSync onto a concurrent queue its caller is in traps")
     func iterationBarrierOntoCallersConcurrentQueueTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let outer = GCDQueue(name: "test.iterate.held.barrier", kind: .concurrent)
-            let c = GCDQueue(name: "test.iterate.held.barrier.c", kind: .concurrent)
-            outer.sync { c.iterate(4) { _ in outer.barrierSync {} } }
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let outer = GCDQueue(name: "test.iterate.held.barrier", kind: .concurrent)
+                let c = GCDQueue(name: "test.iterate.held.barrier.c", kind: .concurrent)
+                outer.sync { c.iterate(4) { _ in outer.barrierSync {} } }
+            }
         }
         let stderr = text(result?.standardErrorContent)
         #expect(

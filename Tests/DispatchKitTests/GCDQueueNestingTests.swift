@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Dispatch
 import DispatchKit
 import TestSupport
@@ -124,66 +125,78 @@ private struct NestingModel: Sendable {
 @Suite("GCDQueue.current and isCurrent along nested syncs", .timeLimit(.minutes(1)))
 struct GCDQueueNestingTests {
     @Test("after a sync through a global queue, current is the innermost queue: a > default > a > b is b")
-    func currentAfterGlobalHop() {
-        let a = GCDQueue(name: "test.nesting.hop.a")
-        let b = GCDQueue(name: "test.nesting.hop.b")
-        let seen = AtomicBox<[String]>([])
-        let finished = runOnThreads(1, seconds: 10) { _ in
-            a.sync {
-                GCDQueue.default.sync {
-                    a.sync {
-                        b.sync {
-                            let current = GCDQueue.current
-                            let name = current == b ? "b" : current == a ? "a" : "other"
-                            seen.mutate { $0 += [name, "b current: \(b.isCurrent)", "a current: \(a.isCurrent)"] }
+    func currentAfterGlobalHop() async throws {
+        try await offPoolTest { checks in
+            let a = GCDQueue(name: "test.nesting.hop.a")
+            let b = GCDQueue(name: "test.nesting.hop.b")
+            let seen = AtomicBox<[String]>([])
+            let finished = runOnThreads(1, seconds: 10) { _ in
+                a.sync {
+                    GCDQueue.default.sync {
+                        a.sync {
+                            b.sync {
+                                let current = GCDQueue.current
+                                let name = current == b ? "b" : current == a ? "a" : "other"
+                                seen.mutate { $0 += [name, "b current: \(b.isCurrent)", "a current: \(a.isCurrent)"] }
+                            }
+                            seen.mutate { $0.append(GCDQueue.current == a ? "a" : "other") }
                         }
-                        seen.mutate { $0.append(GCDQueue.current == a ? "a" : "other") }
+                        seen.mutate { $0.append(GCDQueue.current == .default ? "default" : "other") }
                     }
-                    seen.mutate { $0.append(GCDQueue.current == .default ? "default" : "other") }
                 }
             }
+            checks.expect(finished)
+            checks.expect(seen.value == ["b", "b current: true", "a current: true", "a", "default"])
         }
-        #expect(finished)
-        #expect(seen.value == ["b", "b current: true", "a current: true", "a", "default"])
     }
 
     @Test("after hops from one global queue to another and back, current is that global queue, not an inline sync's")
-    func currentAfterGlobalToGlobalHops() {
-        let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
-        let seen = AtomicBox<[Bool]>([])
-        let finished = runOnThreads(1, seconds: 10) { _ in
-            c.sync {
-                GCDQueue.default.sync {
-                    c.sync {
-                        GCDQueue.utility.sync {
-                            GCDQueue.default.sync {
-                                seen.mutate { $0 += [GCDQueue.current == .default, c.isCurrent] }
+    func currentAfterGlobalToGlobalHops() async throws {
+        try await offPoolTest { checks in
+            let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
+            let seen = AtomicBox<[Bool]>([])
+            let finished = runOnThreads(1, seconds: 10) { _ in
+                c.sync {
+                    GCDQueue.default.sync {
+                        c.sync {
+                            GCDQueue.utility.sync {
+                                GCDQueue.default.sync {
+                                    seen.mutate { $0 += [GCDQueue.current == .default, c.isCurrent] }
+                                }
+                                seen.mutate { $0.append(GCDQueue.current == .utility) }
                             }
-                            seen.mutate { $0.append(GCDQueue.current == .utility) }
+                            seen.mutate { $0.append(GCDQueue.current == c) }
                         }
-                        seen.mutate { $0.append(GCDQueue.current == c) }
                     }
                 }
             }
+            checks.expect(finished)
+            checks.expect(seen.value == [true, true, true, true])
         }
-        #expect(finished)
-        #expect(seen.value == [true, true, true, true])
     }
 
     @Test("along random nested syncs through serial, concurrent and global queues, current is the model's top")
-    func randomNestings() {
+    func randomNestings() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.s1"), "serial"), ("s2", GCDQueue(name: "test.nesting.s2"), "serial"),
             ("c1", GCDQueue(name: "test.nesting.c1", kind: .concurrent), "concurrent"),
             ("c2", GCDQueue(name: "test.nesting.c2", kind: .concurrent), "concurrent"),
             ("default", .default, "global"), ("utility", .utility, "global"),
         ])
-        let wrong = model.check(rounds: 1_000, depth: 8)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(where: isIntendedQueueInversion(namePrefix: "test.nesting.s"))
+        {
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 1_000, depth: 8) }
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 
     @Test("along random nested syncs and iterates, each iteration is inside its queue and not inside its caller's")
-    func randomNestingsWithIterate() {
+    func randomNestingsWithIterate() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.iterate.s1"), "serial"),
             ("s2", GCDQueue(name: "test.nesting.iterate.s2"), "serial"),
@@ -191,18 +204,36 @@ struct GCDQueueNestingTests {
             ("c2", GCDQueue(name: "test.nesting.iterate.c2", kind: .concurrent), "concurrent"),
             ("default", .default, "global"),
         ])
-        let wrong = model.check(rounds: 500, depth: 7, iterating: true)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(
+            where: isIntendedQueueInversion(namePrefix: "test.nesting.iterate.")
+        ) {
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 500, depth: 7, iterating: true) }
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 
     @Test("along random nested syncs that also pass through the main queue, current is the model's top")
-    func randomNestingsThroughMain() {
+    func randomNestingsThroughMain() async {
         let model = NestingModel([
             ("s1", GCDQueue(name: "test.nesting.main.s1"), "serial"),
             ("c1", GCDQueue(name: "test.nesting.main.c1", kind: .concurrent), "concurrent"),
             ("main", .main, "serial"), ("default", .default, "global"),
         ])
-        let wrong = model.check(rounds: 150, depth: 6, iterating: true)
+        // The random paths take the serial queues in both orders, on purpose: the checker reports each such pair,
+        // and that report is right (two threads walking opposite paths at once would deadlock). Here the paths are
+        // walked one at a time, each on one thread (and the iterations it starts), so the inversion never meets
+        // itself: the test claims exactly those reports.
+        let (wrong, _) = await DiagnosticReports.capture(
+            where: isIntendedQueueInversion(namePrefix: "test.nesting.main.", includingMain: true)
+        ) {
+            // it blocks on semaphores and syncs: off the cooperative pool
+            await offPool { model.check(rounds: 150, depth: 6, iterating: true) }
+        }
         #expect(wrong.isEmpty, "\(wrong.count) mismatches, first: \(wrong.prefix(5))")
     }
 }

@@ -8,20 +8,22 @@ import Testing
 @Suite("GCDQueue: suspend, resume, barrierSync", .timeLimit(.minutes(1)))
 struct GCDQueueSuspendAndBarrierTests {
     @Test("a suspended queue starts no block until resumed, and suspensions nest")
-    func suspendHolds() {
-        let queue = GCDQueue(name: "test.suspend")
-        let ran = DispatchSemaphore(value: 0)
-        queue.suspend()
-        queue.suspend()
-        #expect(queue.isSuspended)
-        queue.async { ran.signal() }
-        #expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        queue.resume()
-        #expect(queue.isSuspended, "one suspend is left")
-        #expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-        queue.resume()
-        #expect(!queue.isSuspended)
-        #expect(ran.wait(timeout: deadline()) == .success)
+    func suspendHolds() async throws {
+        try await offPoolTest { checks in
+            let queue = GCDQueue(name: "test.suspend")
+            let ran = DispatchSemaphore(value: 0)
+            queue.suspend()
+            queue.suspend()
+            checks.expect(queue.isSuspended)
+            queue.async { ran.signal() }
+            checks.expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            queue.resume()
+            checks.expect(queue.isSuspended, "one suspend is left")
+            checks.expect(ran.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
+            queue.resume()
+            checks.expect(!queue.isSuspended)
+            checks.expect(ran.wait(timeout: deadline()) == .success)
+        }
     }
 
     @Test("copies of a GCDQueue share its suspension")
@@ -69,45 +71,52 @@ struct GCDQueueSuspendAndBarrierTests {
     }
 
     @Test("barrierSync on a concurrent queue waits for the blocks before it and runs alone, then returns its value")
-    func barrierSyncRunsAlone() {
-        let queue = GCDQueue(name: "test.barriersync", kind: .concurrent)
-        let inside = AtomicBox(0)
-        let release = DispatchSemaphore(value: 0)
-        let started = DispatchSemaphore(value: 0)
-        for _ in 0..<2 {
-            queue.async {
-                inside.mutate { $0 += 1 }
-                started.signal()
-                _ = release.wait(timeout: deadline())
-                inside.mutate { $0 -= 1 }
+    func barrierSyncRunsAlone() async throws {
+        try await offPoolTest { checks in
+            let queue = GCDQueue(name: "test.barriersync", kind: .concurrent)
+            let inside = AtomicBox(0)
+            let release = DispatchSemaphore(value: 0)
+            let started = DispatchSemaphore(value: 0)
+            for _ in 0..<2 {
+                queue.async {
+                    inside.mutate { $0 += 1 }
+                    started.signal()
+                    _ = release.wait(timeout: deadline())
+                    inside.mutate { $0 -= 1 }
+                }
             }
+            for _ in 0..<2 { checks.expect(started.wait(timeout: deadline()) == .success) }
+            onNewThread {
+                // Let the two readers go only after barrierSync has been called; it must wait for them.
+                Thread.sleep(forTimeInterval: 0.02)
+                release.signal()
+                release.signal()
+            }
+            let seen = queue.barrierSync { inside.value }
+            checks.expect(seen == 0, "the barrier ran after both earlier blocks had finished, alone")
+            checks.expect(queue.barrierSync { 7 } == 7)
         }
-        for _ in 0..<2 { #expect(started.wait(timeout: deadline()) == .success) }
-        onNewThread {
-            // Let the two readers go only after barrierSync has been called; it must wait for them.
-            Thread.sleep(forTimeInterval: 0.02)
-            release.signal()
-            release.signal()
-        }
-        let seen = queue.barrierSync { inside.value }
-        #expect(seen == 0, "the barrier ran after both earlier blocks had finished, alone")
-        #expect(queue.barrierSync { 7 } == 7)
     }
 
     @Test("barrierSync rethrows, and runs inline on a serial queue it is called from")
-    func barrierSyncSerialAndThrows() {
-        struct Boom: Error {}
-        let serial = GCDQueue(name: "test.barriersync.serial")
-        #expect(serial.sync { serial.barrierSync { serial.isCurrent } })
-        #expect(throws: Boom.self) { try serial.barrierSync { throw Boom() } }
-        #expect(GCDQueue.utility.barrierSync { 1 } == 1, "no barrier on a global queue, and no hang")
+    func barrierSyncSerialAndThrows() async throws {
+        try await offPoolTest { checks in
+            struct Boom: Error {}
+            let serial = GCDQueue(name: "test.barriersync.serial")
+            checks.expect(serial.sync { serial.barrierSync { serial.isCurrent } })
+            checks.expect(throws: Boom.self) { try serial.barrierSync { throw Boom() } }
+            checks.expect(GCDQueue.utility.barrierSync { 1 } == 1, "no barrier on a global queue, and no hang")
+        }
     }
 
     @Test("barrierSync from inside the same concurrent queue traps instead of deadlocking")
     func barrierSyncInsideTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
-            let queue = GCDQueue(name: "test.barrier.inside", kind: .concurrent)
-            queue.sync { queue.barrierSync {} }
+            // The body blocks (syncs, waits): on a thread of its own, not on the exit test's task.
+            await offPool {
+                let queue = GCDQueue(name: "test.barrier.inside", kind: .concurrent)
+                queue.sync { queue.barrierSync {} }
+            }
         }
         let stderr = text(result?.standardErrorContent)
         #expect(stderr.contains("GCDQueue.barrierSync: called from inside concurrent queue 'test.barrier.inside'"))

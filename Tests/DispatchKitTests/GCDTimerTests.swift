@@ -6,74 +6,86 @@ import Testing
 @Suite("GCDTimer", .timeLimit(.minutes(1)))
 struct GCDTimerTests {
     @Test("a new timer does not fire until started; then a one-shot fires once, no earlier than its interval")
-    func oneShot() {
-        let fires = AtomicBox(0)
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.once"), interval: 0.02)
-        timer.handler {
-            fires.mutate { $0 += 1 }
-            fired.signal()
+    func oneShot() async throws {
+        try await offPoolTest { checks in
+            let fires = AtomicBox(0)
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer(queue: GCDQueue(name: "test.timer.once"), interval: 0.02)
+            timer.handler {
+                fires.mutate { $0 += 1 }
+                fired.signal()
+            }
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "not started: no fire")
+            checks.expect(timer.isRunning == false)
+            let start = DispatchTime.now()
+            timer.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds >= 20_000_000)
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "a one-shot fires once")
+            checks.expect(fires.value == 1)
+            checks.expect(timer.isRunning == false)
+            timer.start()  // finished: does nothing
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut)
         }
-        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "not started: no fire")
-        #expect(timer.isRunning == false)
-        let start = DispatchTime.now()
-        timer.start()
-        #expect(fired.wait(timeout: deadline()) == .success)
-        #expect(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds >= 20_000_000)
-        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "a one-shot fires once")
-        #expect(fires.value == 1)
-        #expect(timer.isRunning == false)
-        timer.start()  // finished: does nothing
-        #expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut)
     }
 
     @Test("scheduleWithInterval with repeating fires repeatedly; pause stops it, start resumes it, stop is final")
-    func repeating() {
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.repeat"), repeating: 0.01) {
-            fired.signal()
+    func repeating() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer.scheduleWithInterval(
+                0.01,
+                onQueue: GCDQueue(name: "test.timer.repeat"),
+                repeating: 0.01
+            ) {
+                fired.signal()
+            }
+            checks.expect(timer.isRunning)
+            for _ in 0..<3 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            timer.pause()
+            timer.pause()
+            checks.expect(timer.isRunning == false)
+            while fired.wait(timeout: .now()) == .success {}  // a fire already queued when paused
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "paused: no fire")
+            timer.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success, "resumed")
+            timer.stop()
+            while fired.wait(timeout: .now()) == .success {}
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "stopped: no fire")
+            timer.start()
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "stop is final")
         }
-        #expect(timer.isRunning)
-        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
-        timer.pause()
-        timer.pause()
-        #expect(timer.isRunning == false)
-        while fired.wait(timeout: .now()) == .success {}  // a fire already queued when paused
-        #expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "paused: no fire")
-        timer.start()
-        #expect(fired.wait(timeout: deadline()) == .success, "resumed")
-        timer.stop()
-        while fired.wait(timeout: .now()) == .success {}
-        #expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "stopped: no fire")
-        timer.start()
-        #expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut, "stop is final")
     }
 
     @Test("handler replaces the previous handler")
-    func handlerReplaces() {
-        let log = AtomicBox<[String]>([])
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.handler"), interval: 0.01)
-        timer.handler { log.mutate { $0.append("first") } }
-        timer.handler {
-            log.mutate { $0.append("second") }
-            fired.signal()
+    func handlerReplaces() async throws {
+        try await offPoolTest { checks in
+            let log = AtomicBox<[String]>([])
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer(queue: GCDQueue(name: "test.timer.handler"), interval: 0.01)
+            timer.handler { log.mutate { $0.append("first") } }
+            timer.handler {
+                log.mutate { $0.append("second") }
+                fired.signal()
+            }
+            timer.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == ["second"])
         }
-        timer.start()
-        #expect(fired.wait(timeout: deadline()) == .success)
-        #expect(log.value == ["second"])
     }
 
     @Test("a deadline timer fires at its deadline; tolerance and repeatInterval are kept")
-    func deadlineAndProperties() {
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.deadline"), deadline: .now() + 0.02)
-        #expect(timer.repeatInterval == nil)
-        timer.tolerance = 0.001
-        #expect(timer.tolerance == 0.001)
-        timer.handler { fired.signal() }
-        timer.start()
-        #expect(fired.wait(timeout: deadline()) == .success)
+    func deadlineAndProperties() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer(queue: GCDQueue(name: "test.timer.deadline"), deadline: .now() + 0.02)
+            checks.expect(timer.repeatInterval == nil)
+            timer.tolerance = 0.001
+            checks.expect(timer.tolerance == 0.001)
+            timer.handler { fired.signal() }
+            timer.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+        }
     }
 
     @Test("releasing a timer is safe in every state")
@@ -97,78 +109,95 @@ struct GCDTimerTests {
 @Suite("GCDTimer: one-shot or repeating, and bad numbers", .timeLimit(.minutes(1)))
 struct GCDTimerSchedulingTests {
     @Test("scheduleWithInterval without repeating fires once, as Eki's")
-    func scheduleFiresOnce() {
-        let fires = AtomicBox(0)
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.schedule.once")) {
-            fires.mutate { $0 += 1 }
-            fired.signal()
+    func scheduleFiresOnce() async throws {
+        try await offPoolTest { checks in
+            let fires = AtomicBox(0)
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.schedule.once")) {
+                fires.mutate { $0 += 1 }
+                fired.signal()
+            }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(
+                fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut,
+                "ten intervals later, no second fire"
+            )
+            checks.expect(fires.value == 1)
+            checks.expect(timer.isRunning == false)
+            checks.expect(timer.repeatInterval == nil)
         }
-        #expect(fired.wait(timeout: deadline()) == .success)
-        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "ten intervals later, no second fire")
-        #expect(fires.value == 1)
-        #expect(timer.isRunning == false)
-        #expect(timer.repeatInterval == nil)
     }
 
     @Test("a one-shot whose repeatInterval is set after start() still fires once and finishes")
-    func repeatSetAfterStart() {
-        let fires = AtomicBox(0)
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.lateRepeat"), interval: 0.02)
-        timer.handler {
-            fires.mutate { $0 += 1 }
-            fired.signal()
+    func repeatSetAfterStart() async throws {
+        try await offPoolTest { checks in
+            let fires = AtomicBox(0)
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer(queue: GCDQueue(name: "test.timer.lateRepeat"), interval: 0.02)
+            timer.handler {
+                fires.mutate { $0 += 1 }
+                fired.signal()
+            }
+            timer.start()
+            timer.repeatInterval = 0.01
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+            checks.expect(fires.value == 1)
+            checks.expect(timer.isRunning == false, "a one-shot that fired is finished")
         }
-        timer.start()
-        timer.repeatInterval = 0.01
-        #expect(fired.wait(timeout: deadline()) == .success)
-        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        #expect(fires.value == 1)
-        #expect(timer.isRunning == false, "a one-shot that fired is finished")
     }
 
     @Test("a repeating timer whose repeatInterval is set to nil while running keeps repeating")
-    func repeatClearedWhileRunning() {
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer.scheduleWithInterval(0.01, onQueue: GCDQueue(name: "test.timer.clear"), repeating: 0.01) {
-            fired.signal()
+    func repeatClearedWhileRunning() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer.scheduleWithInterval(
+                0.01,
+                onQueue: GCDQueue(name: "test.timer.clear"),
+                repeating: 0.01
+            ) {
+                fired.signal()
+            }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            timer.repeatInterval = nil
+            for _ in 0..<3 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            checks.expect(timer.isRunning)
+            timer.stop()
         }
-        #expect(fired.wait(timeout: deadline()) == .success)
-        timer.repeatInterval = nil
-        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
-        #expect(timer.isRunning)
-        timer.stop()
     }
 
     @Test("huge and infinite numbers mean never, without trapping")
-    func hugeMeansNever() {
-        let fired = DispatchSemaphore(value: 0)
-        let queue = GCDQueue(name: "test.timer.huge")
-        let never = GCDTimer(queue: queue, interval: .infinity)
-        never.handler { fired.signal() }
-        never.tolerance = .infinity
-        never.repeatInterval = 9.3e9
-        never.start()
-        #expect(never.isRunning)
-        let huge = GCDTimer(queue: queue, interval: 1e300)
-        huge.handler { fired.signal() }
-        huge.start()
-        queue.after(.infinity) { fired.signal() }
-        queue.after(9.3e9) { fired.signal() }
-        #expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        never.stop()
-        huge.stop()
+    func hugeMeansNever() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let queue = GCDQueue(name: "test.timer.huge")
+            let never = GCDTimer(queue: queue, interval: .infinity)
+            never.handler { fired.signal() }
+            never.tolerance = .infinity
+            never.repeatInterval = 9.3e9
+            never.start()
+            checks.expect(never.isRunning)
+            let huge = GCDTimer(queue: queue, interval: 1e300)
+            huge.handler { fired.signal() }
+            huge.start()
+            queue.after(.infinity) { fired.signal() }
+            queue.after(9.3e9) { fired.signal() }
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+            never.stop()
+            huge.stop()
+        }
     }
 
     @Test("a small tolerance and a zero interval still fire")
-    func zeroInterval() {
-        let fired = DispatchSemaphore(value: 0)
-        let timer = GCDTimer(queue: GCDQueue(name: "test.timer.zero"), interval: 0)
-        timer.tolerance = 0
-        timer.handler { fired.signal() }
-        timer.start()
-        #expect(fired.wait(timeout: deadline()) == .success)
+    func zeroInterval() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let timer = GCDTimer(queue: GCDQueue(name: "test.timer.zero"), interval: 0)
+            timer.tolerance = 0
+            timer.handler { fired.signal() }
+            timer.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+        }
     }
 
     /// The bad values, by which parameter they go to.

@@ -6,97 +6,107 @@ import Testing
 @Suite("GroupOperation", .timeLimit(.minutes(1)))
 struct GroupOperationTests {
     @Test("runs its operations concurrently, then the handler, then finishes before its dependents start")
-    func group() {
-        let queuer = Queuer(name: "test.group", maxConcurrentOperationCount: 1)
-        let log = AtomicBox<[String]>([])
-        let a = DispatchSemaphore(value: 0)
-        let b = DispatchSemaphore(value: 0)
-        // Each waits for the other: only possible if they run at the same time.
-        let first = ConcurrentOperation { operation in
-            a.signal()
-            operation.success = b.wait(timeout: deadline()) == .success
+    func group() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.group", maxConcurrentOperationCount: 1)
+            let log = AtomicBox<[String]>([])
+            let a = DispatchSemaphore(value: 0)
+            let b = DispatchSemaphore(value: 0)
+            // Each waits for the other: only possible if they run at the same time.
+            let first = ConcurrentOperation { operation in
+                a.signal()
+                operation.success = b.wait(timeout: deadline()) == .success
+            }
+            let second = ConcurrentOperation { operation in
+                b.signal()
+                operation.success = a.wait(timeout: deadline()) == .success
+            }
+            let group = GroupOperation([first, second]) { log.mutate { $0.append("handler") } }
+            let after = ConcurrentOperation { _ in log.mutate { $0.append("dependent") } }
+            queuer.addChainedOperations(group, after)
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(group.allOperationsSucceeded)
+            checks.expect(group.success)
+            checks.expect(log.value == ["handler", "dependent"])
+            checks.expect(group.operations.count == 2)
         }
-        let second = ConcurrentOperation { operation in
-            b.signal()
-            operation.success = a.wait(timeout: deadline()) == .success
-        }
-        let group = GroupOperation([first, second]) { log.mutate { $0.append("handler") } }
-        let after = ConcurrentOperation { _ in log.mutate { $0.append("dependent") } }
-        queuer.addChainedOperations(group, after)
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(group.allOperationsSucceeded)
-        #expect(group.success)
-        #expect(log.value == ["handler", "dependent"])
-        #expect(group.operations.count == 2)
     }
 
     @Test("allOperationsSucceeded is false when one operation failed")
-    func failure() {
-        let queuer = Queuer(name: "test.group.failure")
-        let failing = ConcurrentOperation { operation in operation.success = false }
-        failing.maximumRetries = 1
-        let group = GroupOperation([ConcurrentOperation { _ in }, failing])
-        queuer.addOperation(group)
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(group.isFinished)
-        #expect(group.allOperationsSucceeded == false)
+    func failure() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.group.failure")
+            let failing = ConcurrentOperation { operation in operation.success = false }
+            failing.maximumRetries = 1
+            let group = GroupOperation([ConcurrentOperation { _ in }, failing])
+            queuer.addOperation(group)
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(group.isFinished)
+            checks.expect(group.allOperationsSucceeded == false)
+        }
     }
 
     @Test("a group makes exactly one attempt, whatever maximumRetries and manualRetry say")
-    func oneAttempt() {
-        let queuer = Queuer(name: "test.group.oneattempt")
-        let runs = AtomicBox(0)
-        let failing = ConcurrentOperation { operation in
-            runs.mutate { $0 += 1 }
-            operation.success = false
+    func oneAttempt() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.group.oneattempt")
+            let runs = AtomicBox(0)
+            let failing = ConcurrentOperation { operation in
+                runs.mutate { $0 += 1 }
+                operation.success = false
+            }
+            failing.maximumRetries = 1
+            let group = GroupOperation([failing])
+            group.maximumRetries = 5
+            group.manualRetry = true
+            group.manualFinish = false
+            checks.expect(group.maximumRetries == 1)
+            checks.expect(group.manualRetry == false)
+            checks.expect(group.manualFinish)
+            queuer.addOperation(group)
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(group.isFinished)
+            checks.expect(group.currentAttempt == 1)
+            checks.expect(group.success == false)
+            checks.expect(runs.value == 1)
         }
-        failing.maximumRetries = 1
-        let group = GroupOperation([failing])
-        group.maximumRetries = 5
-        group.manualRetry = true
-        group.manualFinish = false
-        #expect(group.maximumRetries == 1)
-        #expect(group.manualRetry == false)
-        #expect(group.manualFinish)
-        queuer.addOperation(group)
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(group.isFinished)
-        #expect(group.currentAttempt == 1)
-        #expect(group.success == false)
-        #expect(runs.value == 1)
     }
 
     @Test("cancelling a group cancels its operations, and the group still finishes")
-    func cancelGroup() {
-        let queuer = Queuer(name: "test.group.cancel")
-        queuer.pause()
-        let ran = AtomicBox(false)
-        let inner = ConcurrentOperation { _ in ran.mutate { $0 = true } }
-        let group = GroupOperation([inner])
-        queuer.addOperation(group)
-        group.cancel()
-        queuer.resume()
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(inner.isCancelled)
-        #expect(group.isFinished)
-        #expect(ran.value == false)
+    func cancelGroup() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.group.cancel")
+            queuer.pause()
+            let ran = AtomicBox(false)
+            let inner = ConcurrentOperation { _ in ran.mutate { $0 = true } }
+            let group = GroupOperation([inner])
+            queuer.addOperation(group)
+            group.cancel()
+            queuer.resume()
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(inner.isCancelled)
+            checks.expect(group.isFinished)
+            checks.expect(ran.value == false)
+        }
     }
 
     @Test("a group cancelled before its operations ran did not succeed, nor did they")
-    func cancelledGroupDidNotSucceed() {
-        let queuer = Queuer(name: "test.group.cancelledoutcome")
-        queuer.pause()
-        let first = ConcurrentOperation { _ in }
-        let second = ConcurrentOperation { _ in }
-        let group = GroupOperation([first, second])
-        queuer.addOperation(group)
-        group.cancel()
-        queuer.resume()
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(group.isFinished)
-        #expect(group.allOperationsSucceeded == false)
-        #expect(group.success == false)
-        #expect(first.success == false && second.success == false)
+    func cancelledGroupDidNotSucceed() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.group.cancelledoutcome")
+            queuer.pause()
+            let first = ConcurrentOperation { _ in }
+            let second = ConcurrentOperation { _ in }
+            let group = GroupOperation([first, second])
+            queuer.addOperation(group)
+            group.cancel()
+            queuer.resume()
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(group.isFinished)
+            checks.expect(group.allOperationsSucceeded == false)
+            checks.expect(group.success == false)
+            checks.expect(first.success == false && second.success == false)
+        }
     }
 
     @Test("an operation listed twice in a group traps in init with a message naming the rule")

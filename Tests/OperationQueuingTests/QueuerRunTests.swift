@@ -70,7 +70,7 @@ struct QueuerRunTests {
             blocking.signal()
             _ = release.wait(timeout: deadline(40))  // well past the calls' ten seconds
         }
-        #expect(blocking.wait(timeout: deadline()) == .success)
+        #expect(await waitOffPool(blocking, seconds: 10))
         let ran = AtomicBox(0)
         let calls = (0..<3).map { _ in
             AwaitedRun(queuer) {
@@ -96,13 +96,11 @@ struct QueuerRunTests {
     func alreadyCancelled() async {
         let queuer = Queuer(name: "test.run.early")
         let ran = AtomicBox(false)
-        let started = DispatchSemaphore(value: 0)
         let call = Task {
-            _ = started.wait(timeout: deadline())
+            _ = await suspendUntil { Task.isCancelled }  // the task is cancelled before it calls run
             return try await queuer.run { ran.mutate { $0 = true } }
         }
         call.cancel()
-        started.signal()
         await #expect(throws: CancellationError.self) { try await call.value }
         await queuer.waitUntilAllOperationsAreFinished()
         #expect(ran.value == false)
@@ -139,7 +137,7 @@ struct QueuerRunTests {
             }
             #expect(await suspendUntil { queuer.operationCount == 1 })
             let task = call.task
-            #expect(runOnThreads(2) { index in if index == 0 { queuer.resume() } else { task.cancel() } })
+            #expect(await runOnThreadsOffPool(2) { index in if index == 0 { queuer.resume() } else { task.cancel() } })
             let outcome = await call.outcome()
             await queuer.waitUntilAllOperationsAreFinished()
             switch outcome {

@@ -12,7 +12,8 @@ private func logging(_ label: String, _ log: AtomicBox<[String]>, succeed: Bool 
     }
 }
 
-/// The blocking wait, called from a synchronous context (an async caller would get the `async` overload).
+/// The blocking wait, called from a synchronous context (an async caller would get the `async` overload), off the
+/// cooperative pool.
 private func blockUntilFinished(_ queuer: Queuer) {
     queuer.waitUntilAllOperationsAreFinished()
 }
@@ -132,112 +133,125 @@ private struct SeededGenerator: RandomNumberGenerator {
 @Suite("Queuer", .timeLimit(.minutes(1)))
 struct QueuerTests {
     @Test("chains run in array order with the completion last; the variadic overload too")
-    func chains() {
-        let queuer = Queuer(name: "test.chain", maxConcurrentOperationCount: 4)
-        let log = AtomicBox<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        queuer.addChainedOperations([logging("a", log), logging("b", log), logging("c", log)]) {
-            log.mutate { $0.append("done") }
-            done.signal()
-        }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value == ["a", "b", "c", "done"])
+    func chains() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.chain", maxConcurrentOperationCount: 4)
+            let log = AtomicBox<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            queuer.addChainedOperations([logging("a", log), logging("b", log), logging("c", log)]) {
+                log.mutate { $0.append("done") }
+                done.signal()
+            }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == ["a", "b", "c", "done"])
 
-        log.mutate { $0 = [] }
-        queuer.addChainedOperations(logging("x", log), logging("y", log)) {
-            log.mutate { $0.append("done") }
-            done.signal()
+            log.mutate { $0 = [] }
+            queuer.addChainedOperations(logging("x", log), logging("y", log)) {
+                log.mutate { $0.append("done") }
+                done.signal()
+            }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == ["x", "y", "done"])
         }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value == ["x", "y", "done"])
     }
 
     @Test(
         "a link cancelled before it starts lets no later link overtake an earlier one, at every position",
         arguments: 0..<4
     )
-    func cancelledLinkKeepsTheOrder(cancelled: Int) {
-        for variadic in [false, true] {
-            let queuer = Queuer(name: "test.chain.cancelled", maxConcurrentOperationCount: 4)
-            let history = ChainHistory()
-            let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
-            links[cancelled].cancel()
-            let done = DispatchSemaphore(value: 0)
-            let completion: @Sendable () -> Void = {
-                history.record(.completion)
-                done.signal()
+    func cancelledLinkKeepsTheOrder(cancelled: Int) async throws {
+        try await offPoolTest { checks in
+            for variadic in [false, true] {
+                let queuer = Queuer(name: "test.chain.cancelled", maxConcurrentOperationCount: 4)
+                let history = ChainHistory()
+                let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
+                links[cancelled].cancel()
+                let done = DispatchSemaphore(value: 0)
+                let completion: @Sendable () -> Void = {
+                    history.record(.completion)
+                    done.signal()
+                }
+                if variadic {
+                    queuer.addChainedOperations(links[0], links[1], links[2], links[3], completionHandler: completion)
+                } else {
+                    queuer.addChainedOperations(links, completionHandler: completion)
+                }
+                checks.expect(done.wait(timeout: deadline()) == .success)
+                checks.expect(eventually { queuer.operationCount == 0 })
+                checks.expect(history.problems == [], "link \(cancelled) cancelled, variadic \(variadic)")
+                let expected = (0..<4).filter { $0 != cancelled }.flatMap { [ChainEvent.start($0), .end($0)] }
+                checks.expect(
+                    history.value == expected + [.completion],
+                    "link \(cancelled) cancelled, variadic \(variadic)"
+                )
             }
-            if variadic {
-                queuer.addChainedOperations(links[0], links[1], links[2], links[3], completionHandler: completion)
-            } else {
-                queuer.addChainedOperations(links, completionHandler: completion)
-            }
-            #expect(done.wait(timeout: deadline()) == .success)
-            #expect(eventually { queuer.operationCount == 0 })
-            #expect(history.problems == [], "link \(cancelled) cancelled, variadic \(variadic)")
-            let expected = (0..<4).filter { $0 != cancelled }.flatMap { [ChainEvent.start($0), .end($0)] }
-            #expect(history.value == expected + [.completion], "link \(cancelled) cancelled, variadic \(variadic)")
         }
     }
 
     @Test("several links cancelled, or all of them: the rest run in order, and the completion still runs last")
-    func severalCancelledLinks() {
-        for cancelled in [[1, 2], [0, 2, 4], [1, 3, 4], [0, 1, 2, 3, 4]] {
-            let queuer = Queuer(name: "test.chain.several")
+    func severalCancelledLinks() async throws {
+        try await offPoolTest { checks in
+            for cancelled in [[1, 2], [0, 2, 4], [1, 3, 4], [0, 1, 2, 3, 4]] {
+                let queuer = Queuer(name: "test.chain.several")
+                let history = ChainHistory()
+                let links = (0..<5).map { chainLink($0, .block, history, work: 0.01) }
+                for index in cancelled { links[index].cancel() }
+                let done = DispatchSemaphore(value: 0)
+                queuer.addChainedOperations(links) {
+                    history.record(.completion)
+                    done.signal()
+                }
+                checks.expect(done.wait(timeout: deadline()) == .success)
+                checks.expect(history.problems == [], "cancelled \(cancelled)")
+                let expected = (0..<5).filter { !cancelled.contains($0) }.flatMap { [ChainEvent.start($0), .end($0)] }
+                checks.expect(history.value == expected + [.completion], "cancelled \(cancelled)")
+            }
+        }
+    }
+
+    @Test("cancelAll in the middle of a chain: no later link starts, and the completion does not run")
+    func cancelAllMidChain() async throws {
+        try await offPoolTest { checks in
+            for _ in 0..<5 {
+                let queuer = Queuer(name: "test.chain.cancelall", maxConcurrentOperationCount: 3)
+                let history = ChainHistory()
+                let entered = DispatchSemaphore(value: 0)
+                let release = DispatchSemaphore(value: 0)
+                let first = chainLink(0, .concurrent, history, work: 0)
+                let blocking = ConcurrentOperation(name: "link 1") { _ in
+                    history.record(.start(1))
+                    entered.signal()
+                    _ = release.wait(timeout: deadline())
+                    history.record(.end(1))
+                }
+                let rest = (2..<6).map { chainLink($0, .concurrent, history, work: 0) }
+                queuer.addChainedOperations([first, blocking] + rest) { history.record(.completion) }
+                checks.expect(entered.wait(timeout: deadline()) == .success)
+                queuer.cancelAll()
+                // The cancelled links finish at once, while link 1 still runs; give them the chance to overtake it.
+                checks.expect(eventually { rest.allSatisfy(\.isFinished) })
+                release.signal()
+                checks.expect(eventually { queuer.operationCount == 0 })
+                checks.expect(history.problems == [])
+                checks.expect(history.value == [.start(0), .end(0), .start(1), .end(1)])
+            }
+        }
+    }
+
+    @Test("a link that cancels itself while it runs does not stop its chain")
+    func selfCancellingLink() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.chain.selfcancel")
             let history = ChainHistory()
-            let links = (0..<5).map { chainLink($0, .block, history, work: 0.01) }
-            for index in cancelled { links[index].cancel() }
+            let links = (0..<3).map { chainLink($0, .concurrent, history, work: 0, cancelsItself: $0 == 1) }
             let done = DispatchSemaphore(value: 0)
             queuer.addChainedOperations(links) {
                 history.record(.completion)
                 done.signal()
             }
-            #expect(done.wait(timeout: deadline()) == .success)
-            #expect(history.problems == [], "cancelled \(cancelled)")
-            let expected = (0..<5).filter { !cancelled.contains($0) }.flatMap { [ChainEvent.start($0), .end($0)] }
-            #expect(history.value == expected + [.completion], "cancelled \(cancelled)")
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(history.value == [.start(0), .end(0), .start(1), .end(1), .start(2), .end(2), .completion])
         }
-    }
-
-    @Test("cancelAll in the middle of a chain: no later link starts, and the completion does not run")
-    func cancelAllMidChain() {
-        for _ in 0..<5 {
-            let queuer = Queuer(name: "test.chain.cancelall", maxConcurrentOperationCount: 3)
-            let history = ChainHistory()
-            let entered = DispatchSemaphore(value: 0)
-            let release = DispatchSemaphore(value: 0)
-            let first = chainLink(0, .concurrent, history, work: 0)
-            let blocking = ConcurrentOperation(name: "link 1") { _ in
-                history.record(.start(1))
-                entered.signal()
-                _ = release.wait(timeout: deadline())
-                history.record(.end(1))
-            }
-            let rest = (2..<6).map { chainLink($0, .concurrent, history, work: 0) }
-            queuer.addChainedOperations([first, blocking] + rest) { history.record(.completion) }
-            #expect(entered.wait(timeout: deadline()) == .success)
-            queuer.cancelAll()
-            // The cancelled links finish at once, while link 1 still runs; give them the chance to overtake it.
-            #expect(eventually { rest.allSatisfy(\.isFinished) })
-            release.signal()
-            #expect(eventually { queuer.operationCount == 0 })
-            #expect(history.problems == [])
-            #expect(history.value == [.start(0), .end(0), .start(1), .end(1)])
-        }
-    }
-
-    @Test("a link that cancels itself while it runs does not stop its chain")
-    func selfCancellingLink() {
-        let queuer = Queuer(name: "test.chain.selfcancel")
-        let history = ChainHistory()
-        let links = (0..<3).map { chainLink($0, .concurrent, history, work: 0, cancelsItself: $0 == 1) }
-        let done = DispatchSemaphore(value: 0)
-        queuer.addChainedOperations(links) {
-            history.record(.completion)
-            done.signal()
-        }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(history.value == [.start(0), .end(0), .start(1), .end(1), .start(2), .end(2), .completion])
     }
 
     @Test("random chains with random cancellations, before and during the run, keep their order")
@@ -298,24 +312,28 @@ struct QueuerTests {
     }
 
     @Test("addCompletionHandler waits for every operation added before it, also beside cancelled ones")
-    func completionHandlerBesideCancelledOperations() {
-        for _ in 0..<5 {
-            let queuer = Queuer(name: "test.completion.cancelled", maxConcurrentOperationCount: 4)
-            let history = ChainHistory()
-            let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
-            links[1].cancel()
-            queuer.addChainedOperations(links)
-            let lone = ConcurrentOperation { _ in history.record(.start(9)) }
-            lone.cancel()
-            queuer.addOperation(lone)
-            let done = DispatchSemaphore(value: 0)
-            queuer.addCompletionHandler {
-                history.record(.completion)
-                done.signal()
+    func completionHandlerBesideCancelledOperations() async throws {
+        try await offPoolTest { checks in
+            for _ in 0..<5 {
+                let queuer = Queuer(name: "test.completion.cancelled", maxConcurrentOperationCount: 4)
+                let history = ChainHistory()
+                let links = (0..<4).map { chainLink($0, .concurrent, history, work: 0.02) }
+                links[1].cancel()
+                queuer.addChainedOperations(links)
+                let lone = ConcurrentOperation { _ in history.record(.start(9)) }
+                lone.cancel()
+                queuer.addOperation(lone)
+                let done = DispatchSemaphore(value: 0)
+                queuer.addCompletionHandler {
+                    history.record(.completion)
+                    done.signal()
+                }
+                checks.expect(done.wait(timeout: deadline()) == .success)
+                checks.expect(history.problems == [])
+                checks.expect(
+                    history.value == [.start(0), .end(0), .start(2), .end(2), .start(3), .end(3), .completion]
+                )
             }
-            #expect(done.wait(timeout: deadline()) == .success)
-            #expect(history.problems == [])
-            #expect(history.value == [.start(0), .end(0), .start(2), .end(2), .start(3), .end(3), .completion])
         }
     }
 
@@ -373,62 +391,73 @@ struct QueuerTests {
     }
 
     @Test("an empty chain's completion still runs")
-    func emptyChain() {
-        let queuer = Queuer(name: "test.empty")
-        let done = DispatchSemaphore(value: 0)
-        queuer.addChainedOperations([]) { done.signal() }
-        #expect(done.wait(timeout: deadline()) == .success)
+    func emptyChain() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.empty")
+            let done = DispatchSemaphore(value: 0)
+            queuer.addChainedOperations([]) { done.signal() }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+        }
     }
 
     @Test("two failing operations in a chain run 0,0,0,1,1,1 then the completion")
-    func retriesInChain() {
-        let queuer = Queuer(name: "test.retry")
-        let log = AtomicBox<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        queuer.addChainedOperations([logging("0", log, succeed: false), logging("1", log, succeed: false)]) {
-            log.mutate { $0.append("completion") }
-            done.signal()
+    func retriesInChain() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.retry")
+            let log = AtomicBox<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            queuer.addChainedOperations([logging("0", log, succeed: false), logging("1", log, succeed: false)]) {
+                log.mutate { $0.append("completion") }
+                done.signal()
+            }
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value == ["0", "0", "0", "1", "1", "1", "completion"])
         }
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value == ["0", "0", "0", "1", "1", "1", "completion"])
     }
 
     @Test("addCompletionHandler runs after every operation added before it, not only the last")
-    func completionHandlerWaitsForAll() {
-        let queuer = Queuer(name: "test.completion", maxConcurrentOperationCount: 2)
-        let release = DispatchSemaphore(value: 0)
-        let log = AtomicBox<[String]>([])
-        let done = DispatchSemaphore(value: 0)
-        queuer.addOperation {
-            _ = release.wait(timeout: deadline())
-            log.mutate { $0.append("slow") }
+    func completionHandlerWaitsForAll() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.completion", maxConcurrentOperationCount: 2)
+            let release = DispatchSemaphore(value: 0)
+            let log = AtomicBox<[String]>([])
+            let done = DispatchSemaphore(value: 0)
+            queuer.addOperation {
+                _ = release.wait(timeout: deadline())
+                log.mutate { $0.append("slow") }
+            }
+            queuer.addOperation { log.mutate { $0.append("quick") } }
+            queuer.addCompletionHandler {
+                log.mutate { $0.append("completion") }
+                done.signal()
+            }
+            checks.expect(
+                done.wait(timeout: .now() + .milliseconds(100)) == .timedOut,
+                "the slow operation is still running"
+            )
+            release.signal()
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(log.value.last == "completion")
+            checks.expect(Set(log.value.dropLast()) == ["slow", "quick"])
         }
-        queuer.addOperation { log.mutate { $0.append("quick") } }
-        queuer.addCompletionHandler {
-            log.mutate { $0.append("completion") }
-            done.signal()
-        }
-        #expect(done.wait(timeout: .now() + .milliseconds(100)) == .timedOut, "the slow operation is still running")
-        release.signal()
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(log.value.last == "completion")
-        #expect(Set(log.value.dropLast()) == ["slow", "quick"])
     }
 
     @Test("maxConcurrentOperationCount is respected", arguments: [1, 2, 3])
-    func concurrencyLimit(limit: Int) {
-        let queuer = Queuer(name: "test.limit", maxConcurrentOperationCount: limit)
-        let gauge = ConcurrencyGauge()
-        for _ in 0..<12 {
-            queuer.addOperation {
-                gauge.measure {
-                    Thread.sleep(forTimeInterval: 0.005)  // overlap, so that the limit is what stops them
+    func concurrencyLimit(limit: Int) async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.limit", maxConcurrentOperationCount: limit)
+            let gauge = ConcurrencyGauge()
+            for _ in 0..<12 {
+                queuer.addOperation {
+                    gauge.measure {
+                        Thread.sleep(forTimeInterval: 0.005)  // overlap, so that the limit is what stops them
+                    }
                 }
             }
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(gauge.peak <= limit)
+            checks.expect(queuer.maxConcurrentOperationCount == limit)
         }
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(gauge.peak <= limit)
-        #expect(queuer.maxConcurrentOperationCount == limit)
     }
 
     @Test("a maxConcurrentOperationCount below 1 traps with a message naming the value")
@@ -442,32 +471,36 @@ struct QueuerTests {
     }
 
     @Test("pause keeps pending operations from starting; resume starts them and resumes ConcurrentOperations")
-    func pauseAndResume() {
-        let queuer = Queuer(name: "test.pause")
-        queuer.pause()
-        #expect(queuer.isExecuting == false)
-        let ran = DispatchSemaphore(value: 0)
-        let operation = ConcurrentOperation { _ in ran.signal() }
-        queuer.addOperation(operation)
-        #expect(ran.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
-        queuer.pause()
-        #expect(operation.isPaused)
-        queuer.resume()
-        #expect(operation.isPaused == false)
-        #expect(ran.wait(timeout: deadline()) == .success)
+    func pauseAndResume() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.pause")
+            queuer.pause()
+            checks.expect(queuer.isExecuting == false)
+            let ran = DispatchSemaphore(value: 0)
+            let operation = ConcurrentOperation { _ in ran.signal() }
+            queuer.addOperation(operation)
+            checks.expect(ran.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
+            queuer.pause()
+            checks.expect(operation.isPaused)
+            queuer.resume()
+            checks.expect(operation.isPaused == false)
+            checks.expect(ran.wait(timeout: deadline()) == .success)
+        }
     }
 
     @Test("cancelAll cancels queued operations and completion handlers")
-    func cancelAll() {
-        let queuer = Queuer(name: "test.cancel")
-        queuer.pause()
-        let ran = AtomicBox(false)
-        queuer.addOperation(ConcurrentOperation { _ in ran.mutate { $0 = true } })
-        queuer.addCompletionHandler { ran.mutate { $0 = true } }
-        queuer.cancelAll()
-        queuer.resume()
-        queuer.waitUntilAllOperationsAreFinished()
-        #expect(ran.value == false)
+    func cancelAll() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.cancel")
+            queuer.pause()
+            let ran = AtomicBox(false)
+            queuer.addOperation(ConcurrentOperation { _ in ran.mutate { $0 = true } })
+            queuer.addCompletionHandler { ran.mutate { $0 = true } }
+            queuer.cancelAll()
+            queuer.resume()
+            queuer.waitUntilAllOperationsAreFinished()
+            checks.expect(ran.value == false)
+        }
     }
 
     @Test("waitUntilAllOperationsAreFinished works synchronously and with await")
@@ -478,7 +511,7 @@ struct QueuerTests {
         await queuer.waitUntilAllOperationsAreFinished()
         #expect(count.value == 20)
         for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
-        blockUntilFinished(queuer)
+        await offPool { blockUntilFinished(queuer) }
         #expect(count.value == 40)
         #expect(queuer.operationCount == 0)
     }

@@ -110,63 +110,69 @@ struct RetryPolicyTests {
     }
 
     @Test("an operation waits at least the policy's delay between attempts, and counts attempts as they start")
-    func operationWaitsBetweenAttempts() {
-        let queuer = Queuer(name: "test.retrypolicy")
-        let starts = AtomicBox<[UInt64]>([])
-        let done = DispatchSemaphore(value: 0)
-        let operation = ConcurrentOperation { operation in
-            starts.mutate { $0.append(DispatchTime.now().uptimeNanoseconds) }
-            operation.success = operation.currentAttempt == 3
-        }
-        operation.retryPolicy = .exponential(initial: .milliseconds(20), maximum: .milliseconds(40))
-        operation.completionBlock = { done.signal() }
-        queuer.addOperation(operation)
-        #expect(done.wait(timeout: deadline()) == .success)
-        let times = starts.value
-        #expect(times.count == 3)
-        #expect(operation.success)
-        #expect(operation.currentAttempt == 3)
-        if times.count == 3 {
-            #expect(times[1] - times[0] >= 20_000_000)
-            #expect(times[2] - times[1] >= 40_000_000)
+    func operationWaitsBetweenAttempts() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.retrypolicy")
+            let starts = AtomicBox<[UInt64]>([])
+            let done = DispatchSemaphore(value: 0)
+            let operation = ConcurrentOperation { operation in
+                starts.mutate { $0.append(DispatchTime.now().uptimeNanoseconds) }
+                operation.success = operation.currentAttempt == 3
+            }
+            operation.retryPolicy = .exponential(initial: .milliseconds(20), maximum: .milliseconds(40))
+            operation.completionBlock = { done.signal() }
+            queuer.addOperation(operation)
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            let times = starts.value
+            checks.expect(times.count == 3)
+            checks.expect(operation.success)
+            checks.expect(operation.currentAttempt == 3)
+            if times.count == 3 {
+                checks.expect(times[1] - times[0] >= 20_000_000)
+                checks.expect(times[2] - times[1] >= 40_000_000)
+            }
         }
     }
 
     @Test("cancelling an operation that waits out a long retry delay finishes it at once, without another attempt")
-    func cancelDuringDelay() {
-        for _ in 0..<20 {
-            let queuer = Queuer(name: "test.canceldelay")
-            let attempts = AtomicBox(0)
-            let failed = DispatchSemaphore(value: 0)
-            let done = DispatchSemaphore(value: 0)
-            let operation = ConcurrentOperation { operation in
-                attempts.mutate { $0 += 1 }
-                operation.success = false
-                failed.signal()
+    func cancelDuringDelay() async throws {
+        try await offPoolTest { checks in
+            for _ in 0..<20 {
+                let queuer = Queuer(name: "test.canceldelay")
+                let attempts = AtomicBox(0)
+                let failed = DispatchSemaphore(value: 0)
+                let done = DispatchSemaphore(value: 0)
+                let operation = ConcurrentOperation { operation in
+                    attempts.mutate { $0 += 1 }
+                    operation.success = false
+                    failed.signal()
+                }
+                operation.retryPolicy = .constant(.seconds(3600))
+                operation.completionBlock = { done.signal() }
+                queuer.addOperation(operation)
+                checks.expect(failed.wait(timeout: deadline()) == .success)
+                checks.expect(operation.isWaitingForRetry == false, "a delay is not a wait for retry()")
+                operation.cancel()
+                checks.expect(done.wait(timeout: deadline()) == .success, "finished long before the delay")
+                checks.expect(attempts.value == 1)
+                checks.expect(operation.currentAttempt == 1)
+                checks.expect(operation.success == false)
             }
-            operation.retryPolicy = .constant(.seconds(3600))
-            operation.completionBlock = { done.signal() }
-            queuer.addOperation(operation)
-            #expect(failed.wait(timeout: deadline()) == .success)
-            #expect(operation.isWaitingForRetry == false, "a delay is not a wait for retry()")
-            operation.cancel()
-            #expect(done.wait(timeout: deadline()) == .success, "finished long before the delay")
-            #expect(attempts.value == 1)
-            #expect(operation.currentAttempt == 1)
-            #expect(operation.success == false)
         }
     }
 
     @Test("a group makes one attempt whatever its retry policy")
-    func groupIgnoresPolicy() {
-        let queuer = Queuer(name: "test.grouppolicy")
-        let group = GroupOperation([ConcurrentOperation { $0.success = false }])
-        group.retryPolicy = .constant(.milliseconds(1))
-        let done = DispatchSemaphore(value: 0)
-        group.completionBlock = { done.signal() }
-        queuer.addOperation(group)
-        #expect(done.wait(timeout: deadline()) == .success)
-        #expect(group.currentAttempt == 1)
-        #expect(group.success == false)
+    func groupIgnoresPolicy() async throws {
+        try await offPoolTest { checks in
+            let queuer = Queuer(name: "test.grouppolicy")
+            let group = GroupOperation([ConcurrentOperation { $0.success = false }])
+            group.retryPolicy = .constant(.milliseconds(1))
+            let done = DispatchSemaphore(value: 0)
+            group.completionBlock = { done.signal() }
+            queuer.addOperation(group)
+            checks.expect(done.wait(timeout: deadline()) == .success)
+            checks.expect(group.currentAttempt == 1)
+            checks.expect(group.success == false)
+        }
     }
 }

@@ -6,32 +6,36 @@ import Testing
 @Suite("Scheduler", .timeLimit(.minutes(1)))
 struct SchedulerTests {
     @Test("fires on its interval until cancelled")
-    func repeating() {
-        let fired = DispatchSemaphore(value: 0)
-        let scheduler = Scheduler(deadline: .now() + .milliseconds(10), repeating: .milliseconds(10)) {
-            fired.signal()
+    func repeating() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let scheduler = Scheduler(deadline: .now() + .milliseconds(10), repeating: .milliseconds(10)) {
+                fired.signal()
+            }
+            for _ in 0..<3 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            scheduler.cancel()
+            while fired.wait(timeout: .now()) == .success {}
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut)
         }
-        for _ in 0..<3 { #expect(fired.wait(timeout: deadline()) == .success) }
-        scheduler.cancel()
-        while fired.wait(timeout: .now()) == .success {}
-        #expect(fired.wait(timeout: .now() + .milliseconds(80)) == .timedOut)
     }
 
     @Test("starts at the first setHandler; setting a handler again replaces it")
-    func setHandler() {
-        let log = AtomicBox<[String]>([])
-        let fired = DispatchSemaphore(value: 0)
-        // The deadline lies well after the check below, so that both handlers are set before the first fire.
-        let scheduler = Scheduler(deadline: .now() + .milliseconds(500), repeating: .milliseconds(10))
-        #expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut, "no handler, not started")
-        scheduler.setHandler { log.mutate { $0.append("first") } }
-        scheduler.setHandler {
-            log.mutate { $0.append("second") }
-            fired.signal()
+    func setHandler() async throws {
+        try await offPoolTest { checks in
+            let log = AtomicBox<[String]>([])
+            let fired = DispatchSemaphore(value: 0)
+            // The deadline lies well after the check below, so that both handlers are set before the first fire.
+            let scheduler = Scheduler(deadline: .now() + .milliseconds(500), repeating: .milliseconds(10))
+            checks.expect(fired.wait(timeout: .now() + .milliseconds(60)) == .timedOut, "no handler, not started")
+            scheduler.setHandler { log.mutate { $0.append("first") } }
+            scheduler.setHandler {
+                log.mutate { $0.append("second") }
+                fired.signal()
+            }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            scheduler.cancel()
+            checks.expect(!log.value.contains("first"))
         }
-        #expect(fired.wait(timeout: deadline()) == .success)
-        scheduler.cancel()
-        #expect(!log.value.contains("first"))
     }
 
     @Test("releasing a scheduler is safe in every state")

@@ -43,56 +43,58 @@ struct QueueSafeValueOrderProbeTests {
         "the releasing thread's next lowest-priority wait never overtakes a pending wait of the same or higher priority",
         arguments: [true, false]
     )
-    func releasingThreadDoesNotOvertake(pendingIsHighest: Bool) {
-        let value = QueueSafeValue(value: ProbeHistory())
-        let holding = SpinFlag()
-        let issuing = SpinFlag()
-        let pendingRan = SpinFlag()
-        let timedOut = Atomic<Bool>(false)
-        let seenRounds = Atomic<Int>(0)
-        let pending = pendingIsHighest ? value.wait.highestPriority : value.wait.lowestPriority
+    func releasingThreadDoesNotOvertake(pendingIsHighest: Bool) async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: ProbeHistory())
+            let holding = SpinFlag()
+            let issuing = SpinFlag()
+            let pendingRan = SpinFlag()
+            let timedOut = Atomic<Bool>(false)
+            let seenRounds = Atomic<Int>(0)
+            let pending = pendingIsHighest ? value.wait.highestPriority : value.wait.lowestPriority
 
-        // Flags count rounds from 1, so that round r can wait for the flag to reach r.
-        let finished = runOnThreads(2) { index in
-            for round in 1...Self.rounds where !timedOut.load(ordering: .relaxed) {
-                if index == 0 {
-                    // A: start a round once the previous round's pending command has run.
-                    guard pendingRan.spin(until: round - 1) else { return timedOut.store(true, ordering: .relaxed) }
-                    var seen = false
-                    value.wait.lowestPriority.set { _ in
-                        holding.set(round)
-                        guard issuing.spin(until: round) else { return timedOut.store(true, ordering: .relaxed) }
-                        seen = Self.looksInQueue(value)
+            // Flags count rounds from 1, so that round r can wait for the flag to reach r.
+            let finished = runOnThreads(2) { index in
+                for round in 1...Self.rounds where !timedOut.load(ordering: .relaxed) {
+                    if index == 0 {
+                        // A: start a round once the previous round's pending command has run.
+                        guard pendingRan.spin(until: round - 1) else { return timedOut.store(true, ordering: .relaxed) }
+                        var seen = false
+                        value.wait.lowestPriority.set { _ in
+                            holding.set(round)
+                            guard issuing.spin(until: round) else { return timedOut.store(true, ordering: .relaxed) }
+                            seen = Self.looksInQueue(value)
+                        }
+                        value.wait.lowestPriority.set { history in
+                            guard history.lastPendingRound < round else { return }
+                            if seen { history.overtakesOfQueued += 1 } else { history.overtakesOfUnseen += 1 }
+                        }
+                        if seen { seenRounds.add(1, ordering: .relaxed) }
+                    } else {
+                        // B.
+                        guard holding.spin(until: round) else { return timedOut.store(true, ordering: .relaxed) }
+                        issuing.set(round)
+                        pending.set { history in history.lastPendingRound = round }
+                        pendingRan.set(round)
                     }
-                    value.wait.lowestPriority.set { history in
-                        guard history.lastPendingRound < round else { return }
-                        if seen { history.overtakesOfQueued += 1 } else { history.overtakesOfUnseen += 1 }
-                    }
-                    if seen { seenRounds.add(1, ordering: .relaxed) }
-                } else {
-                    // B.
-                    guard holding.spin(until: round) else { return timedOut.store(true, ordering: .relaxed) }
-                    issuing.set(round)
-                    pending.set { history in history.lastPendingRound = round }
-                    pendingRan.set(round)
                 }
             }
+            checks.expect(finished)
+            let didTimeOut = timedOut.load(ordering: .relaxed)
+            checks.expect(!didTimeOut)
+            let history = try? value.wait.lowestPriority.get().get()
+            checks.expect(history?.lastPendingRound == Self.rounds)
+            let overtaken = history?.overtakesOfQueued
+            checks.expect(overtaken == 0, "a command already in the queue was overtaken")
+            let seen = seenRounds.load(ordering: .relaxed)
+            checks.expect(
+                seen >= Self.rounds * 3 / 4,
+                """
+                a pending wait command showed in the queue within \(Self.looking) ns in \(seen) rounds of \(Self.rounds); \
+                one that was not seen was overtaken in \(history?.overtakesOfUnseen ?? -1)
+                """
+            )
         }
-        #expect(finished)
-        let didTimeOut = timedOut.load(ordering: .relaxed)
-        #expect(!didTimeOut)
-        let history = try? value.wait.lowestPriority.get().get()
-        #expect(history?.lastPendingRound == Self.rounds)
-        let overtaken = history?.overtakesOfQueued
-        #expect(overtaken == 0, "a command already in the queue was overtaken")
-        let seen = seenRounds.load(ordering: .relaxed)
-        #expect(
-            seen >= Self.rounds * 3 / 4,
-            """
-            a pending wait command showed in the queue within \(Self.looking) ns in \(seen) rounds of \(Self.rounds); \
-            one that was not seen was overtaken in \(history?.overtakesOfUnseen ?? -1)
-            """
-        )
     }
 
     /// Looks for a command in `value`'s queue for ``looking`` nanoseconds, pausing between looks so that the

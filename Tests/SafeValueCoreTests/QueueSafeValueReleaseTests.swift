@@ -93,31 +93,34 @@ enum KeptCommand: Sendable {
     ) async -> QueueSafeValueError? {
         switch self {
         case .wait(let wait):
-            let errors = AtomicBox<QueueSafeValueError?>(nil)
-            func record<T>(_ result: Result<T, QueueSafeValueError>) {
-                if case .failure(let error) = result { errors.mutate { $0 = error } }
-            }
-            switch command {
-            case "get()": record(wait.get())
-            case "get(completion:)": wait.get { result in record(result) }
-            case "get(manualCompletion:)":
-                wait.get { result, done in
-                    if case .success = result { closureRan() }
-                    record(result)
-                    done()
+            // The wait schedule blocks its caller: it runs off the cooperative pool.
+            return await offPool {
+                let errors = AtomicBox<QueueSafeValueError?>(nil)
+                func record<T>(_ result: Result<T, QueueSafeValueError>) {
+                    if case .failure(let error) = result { errors.mutate { $0 = error } }
                 }
-            case "set(newValue:)": record(wait.set(newValue: Tracked(census)))
-            case "set(completion:)": record(wait.set { _ in closureRan() })
-            case "set(manualCompletion:)":
-                record(
-                    wait.set { _, done in
-                        closureRan()
+                switch command {
+                case "get()": record(wait.get())
+                case "get(completion:)": wait.get { result in record(result) }
+                case "get(manualCompletion:)":
+                    wait.get { result, done in
+                        if case .success = result { closureRan() }
+                        record(result)
                         done()
                     }
-                )
-            default: record(wait.map { _ in closureRan() })
+                case "set(newValue:)": record(wait.set(newValue: Tracked(census)))
+                case "set(completion:)": record(wait.set { _ in closureRan() })
+                case "set(manualCompletion:)":
+                    record(
+                        wait.set { _, done in
+                            closureRan()
+                            done()
+                        }
+                    )
+                default: record(wait.map { _ in closureRan() })
+                }
+                return errors.value
             }
-            return errors.value
         case .async(let asyncCommand):
             return await withCheckedContinuation { (continuation: CheckedContinuation<QueueSafeValueError?, Never>) in
                 let finish: @Sendable (Result<Tracked, QueueSafeValueError>) -> Void = { result in
@@ -174,7 +177,7 @@ struct QueueSafeValueReleaseTests {
         let kept = KeptCommand(spec, of: holder!, queue: queue.queue)
         let before = await kept.issue(spec, census: census)
         #expect(before.error == nil, "the command works while the holder lives")
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(census.alive == 1)
 
         holder = nil
@@ -182,7 +185,7 @@ struct QueueSafeValueReleaseTests {
         let after = await kept.issue(spec, census: census)
         #expect(after.error == .valueContainerDeinited)
         #expect(!after.ran, "a closure ran on a husk")
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(census.alive == 0)
     }
 
@@ -209,52 +212,59 @@ struct QueueSafeValueReleaseTests {
     }
 
     @Test("the shorthand holders' command objects keep nothing either")
-    func shorthandHolders() {
-        let census = Census()
-        var synced: QueueSafeSyncedValue<Tracked>? = QueueSafeSyncedValue(value: Tracked(census))
-        let syncedCommand = synced!.lowestPriority
-        synced = nil
-        #expect(census.alive == 0)
-        #expect(syncedCommand.map { _ in 1 } == .failure(.valueContainerDeinited))
+    func shorthandHolders() async throws {
+        try await offPoolTest { checks in
+            let census = Census()
+            var synced: QueueSafeSyncedValue<Tracked>? = QueueSafeSyncedValue(value: Tracked(census))
+            let syncedCommand = synced!.lowestPriority
+            synced = nil
+            checks.expect(census.alive == 0)
+            checks.expect(syncedCommand.map { _ in 1 } == .failure(.valueContainerDeinited))
 
-        let queue = TaggedQueue("test.release.asynced")
-        var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(value: Tracked(census), queue: queue.queue)
-        let asyncedCommand = asynced!.highestPriority
-        asynced = nil
-        #expect(census.alive == 0)
-        let failed = AtomicBox(false)
-        asyncedCommand.get { result in
-            if case .failure(.valueContainerDeinited) = result { failed.mutate { $0 = true } }
+            let queue = TaggedQueue("test.release.asynced")
+            var asynced: QueueSafeAsyncedValue<Tracked>? = QueueSafeAsyncedValue(
+                value: Tracked(census),
+                queue: queue.queue
+            )
+            let asyncedCommand = asynced!.highestPriority
+            asynced = nil
+            checks.expect(census.alive == 0)
+            let failed = AtomicBox(false)
+            asyncedCommand.get { result in
+                if case .failure(.valueContainerDeinited) = result { failed.mutate { $0 = true } }
+            }
+            checks.expect(queue.drain())
+            checks.expect(failed.value)
         }
-        #expect(queue.drain())
-        #expect(failed.value)
     }
 
     @Test("released while a command runs: the value dies as that command ends, on its thread")
-    func releasedWhileACommandRuns() {
-        let census = Census()
-        var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
-        let command = holder!.wait.lowestPriority
-        let inside = DispatchSemaphore(value: 0)
-        let letGo = DispatchSemaphore(value: 0)
-        let aliveAfter = AtomicBox<Int?>(nil)
-        let ended = DispatchSemaphore(value: 0)
-        onNewThread {
-            _ = command.map { _ in
-                inside.signal()
-                _ = letGo.wait(timeout: deadline())
+    func releasedWhileACommandRuns() async throws {
+        try await offPoolTest { checks in
+            let census = Census()
+            var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
+            let command = holder!.wait.lowestPriority
+            let inside = DispatchSemaphore(value: 0)
+            let letGo = DispatchSemaphore(value: 0)
+            let aliveAfter = AtomicBox<Int?>(nil)
+            let ended = DispatchSemaphore(value: 0)
+            onNewThread {
+                _ = command.map { _ in
+                    inside.signal()
+                    _ = letGo.wait(timeout: deadline())
+                }
+                let alive = census.alive
+                aliveAfter.mutate { $0 = alive }
+                ended.signal()
             }
-            let alive = census.alive
-            aliveAfter.mutate { $0 = alive }
-            ended.signal()
+            checks.expect(inside.wait(timeout: deadline()) == .success)
+            holder = nil
+            checks.expect(census.alive == 1, "the running command lost its value")
+            letGo.signal()
+            checks.expect(ended.wait(timeout: deadline()) == .success)
+            checks.expect(aliveAfter.value == 0, "the value outlived the last command")
+            checks.expect(command.get().map { _ in 0 } == .failure(.valueContainerDeinited))
         }
-        #expect(inside.wait(timeout: deadline()) == .success)
-        holder = nil
-        #expect(census.alive == 1, "the running command lost its value")
-        letGo.signal()
-        #expect(ended.wait(timeout: deadline()) == .success)
-        #expect(aliveAfter.value == 0, "the value outlived the last command")
-        #expect(command.get().map { _ in 0 } == .failure(.valueContainerDeinited))
     }
 
     @Test("released while commands wait: they all run, and the value dies after the last")
@@ -263,7 +273,7 @@ struct QueueSafeValueReleaseTests {
         var holder: QueueSafeValue<Tracked>? = QueueSafeValue(value: Tracked(census))
         let queue = TaggedQueue("test.release.pending")
         let hold = ValueHold(holder!, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         // No command object is kept: the last pending job is the last thing that refers to the value.
         let seenAlive = AtomicBox<[Int]>([])
         for _ in 0..<3 {
@@ -279,7 +289,7 @@ struct QueueSafeValueReleaseTests {
         #expect(census.alive == 1, "a pending command lost its value")
         hold.release()
         #expect(await suspended.value == .success(1))
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(seenAlive.value == [1, 1, 1])
         #expect(census.alive == 0, "the value outlived the last pending command")
     }
@@ -292,7 +302,7 @@ struct QueueSafeValueReleaseTests {
         let queue = TaggedQueue("test.release.cancelled")
         // A holds the value; B, a manual-completion job, is queued behind it; C, a suspend get, behind B.
         let holdA = ValueHold(holder!, on: queue.queue)
-        #expect(holdA.isHolding())
+        #expect(await offPool { holdA.isHolding() })
         let doneB = AtomicBox<CommandCompletionClosure?>(nil)
         let startedB = DispatchSemaphore(value: 0)
         let capture = Tracked(captures)
@@ -305,11 +315,11 @@ struct QueueSafeValueReleaseTests {
         let taskC = Task { await commandC.map { _ in 0 } }
         #expect(await suspendUntil { holder!.waitingCommandCount == 2 })
         holdA.release()
-        #expect(startedB.wait(timeout: deadline()) == .success)
+        #expect(await waitOffPool(startedB, seconds: 10))
         taskC.cancel()
         #expect(await taskC.value == .failure(.cancelled))
         doneB.value?()
-        #expect(queue.drain())
+        #expect(await offPool { queue.drain() })
         #expect(captures.alive == 1, "the test's own reference")
         _ = consume capture
         #expect(captures.alive == 0, "the queue kept the closure of a command that ran")
@@ -318,38 +328,40 @@ struct QueueSafeValueReleaseTests {
     }
 
     @Test("a busy queue keeps no closure of a command that ran")
-    func busyQueueKeepsNoRunClosures() {
-        let captures = Census()
-        let value = QueueSafeValue(value: 0)
-        let queue = TaggedQueue("test.release.busy")
-        let first = ValueHold(value, on: queue.queue)
-        #expect(first.isHolding())
-        let ran = DispatchGroup()
-        for _ in 0..<5 {
-            let capture = Tracked(captures)
-            ran.enter()
-            value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { [capture] _ in
-                withExtendedLifetime(capture) {}
-                ran.leave()
+    func busyQueueKeepsNoRunClosures() async throws {
+        try await offPoolTest { checks in
+            let captures = Census()
+            let value = QueueSafeValue(value: 0)
+            let queue = TaggedQueue("test.release.busy")
+            let first = ValueHold(value, on: queue.queue)
+            checks.expect(first.isHolding())
+            let ran = DispatchGroup()
+            for _ in 0..<5 {
+                let capture = Tracked(captures)
+                ran.enter()
+                value.async(performIn: queue.queue).lowestPriority.set(accessClosure: { [capture] _ in
+                    withExtendedLifetime(capture) {}
+                    ran.leave()
+                })
+            }
+            // A second hold, then one more command: the queue never empties while the five run.
+            let doneSecond = AtomicBox<CommandCompletionClosure?>(nil)
+            let holdingSecond = DispatchSemaphore(value: 0)
+            value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { _, done in
+                doneSecond.mutate { $0 = done }
+                holdingSecond.signal()
             })
+            value.async(performIn: queue.queue).lowestPriority.set(newValue: 1)
+            checks.expect(value.waitingCommandCount == 7)
+            first.release()
+            checks.expect(ran.wait(timeout: deadline()) == .success)
+            checks.expect(holdingSecond.wait(timeout: deadline()) == .success)
+            checks.expect(queue.drain())
+            checks.expect(value.waitingCommandCount == 1)
+            checks.expect(captures.alive == 0, "closures of commands that ran are still referenced")
+            doneSecond.value?()
+            checks.expect(queue.drain())
+            checks.expect(value.wait.lowestPriority.get() == .success(1))
         }
-        // A second hold, then one more command: the queue never empties while the five run.
-        let doneSecond = AtomicBox<CommandCompletionClosure?>(nil)
-        let holdingSecond = DispatchSemaphore(value: 0)
-        value.async(performIn: queue.queue).lowestPriority.set(manualCompletion: { _, done in
-            doneSecond.mutate { $0 = done }
-            holdingSecond.signal()
-        })
-        value.async(performIn: queue.queue).lowestPriority.set(newValue: 1)
-        #expect(value.waitingCommandCount == 7)
-        first.release()
-        #expect(ran.wait(timeout: deadline()) == .success)
-        #expect(holdingSecond.wait(timeout: deadline()) == .success)
-        #expect(queue.drain())
-        #expect(value.waitingCommandCount == 1)
-        #expect(captures.alive == 0, "closures of commands that ran are still referenced")
-        doneSecond.value?()
-        #expect(queue.drain())
-        #expect(value.wait.lowestPriority.get() == .success(1))
     }
 }

@@ -19,7 +19,7 @@ struct QueueSafeValueSuspendTests {
         let value = QueueSafeValue(value: 0)
         let queue = TaggedQueue("test.suspend.hold")
         let hold = ValueHold(value, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         let tasks = contendingThreads * 8
         await withTaskGroup(of: Void.self) { group in
             for _ in 0..<tasks {
@@ -29,7 +29,7 @@ struct QueueSafeValueSuspendTests {
             #expect(await eventuallyAsync { value.waitingCommandCount == tasks })
             hold.release()
         }
-        #expect(value.wait.lowestPriority.get() == .success(tasks))
+        #expect(await offPool { value.wait.lowestPriority.get() } == .success(tasks))
     }
 
     @Test("a task cancelled while its command waits gets cancelled promptly, and the command never runs")
@@ -37,14 +37,14 @@ struct QueueSafeValueSuspendTests {
         let value = QueueSafeValue(value: 0)
         let queue = TaggedQueue("test.suspend.cancel")
         let hold = ValueHold(value, on: queue.queue)
-        #expect(hold.isHolding())
+        #expect(await offPool { hold.isHolding() })
         let task = Task { await value.suspend.lowestPriority.set { $0 = 99 } }
         #expect(await eventuallyAsync { value.waitingCommandCount == 1 })
         task.cancel()
         #expect(await task.value == .failure(.cancelled), "returned while the value was still held")
         #expect(value.waitingCommandCount == 0)
         hold.release()
-        #expect(value.wait.lowestPriority.get() == .success(0))
+        #expect(await offPool { value.wait.lowestPriority.get() } == .success(0))
     }
 
     @Test("a task already cancelled gets cancelled without running its command")
@@ -66,7 +66,7 @@ struct QueueSafeValueSuspendTests {
         let perWorker = 300
         let workers = contendingThreads * 2
         let asyncDone = DispatchGroup()
-        let threadsFinished = runOnThreads(workers) { worker in
+        let threadsFinished = await runOnThreadsOffPool(workers) { worker in
             for step in 0..<perWorker {
                 switch (worker + step) % 3 {
                 case 0:
@@ -92,7 +92,7 @@ struct QueueSafeValueSuspendTests {
                 }
             }
         }
-        #expect(asyncDone.wait(timeout: deadline(30)) == .success)
+        #expect(await waitOffPool(asyncDone, seconds: 30))
         #expect(await value.suspend.lowestPriority.get() == .success(2 * workers * perWorker))
     }
 }
@@ -101,7 +101,7 @@ struct QueueSafeValueSuspendTests {
 private func eventuallyAsync(_ condition: () -> Bool) async -> Bool {
     let limit = deadline()
     while !condition() {
-        if DispatchTime.now() > limit { return false }
+        if DispatchTime.now() > limit || Task.isCancelled { return false }  // a cancelled sleep would spin
         try? await Task.sleep(for: .microseconds(100))
     }
     return true
@@ -127,50 +127,52 @@ struct QueueSafeValueHandOverTests {
                 }
             }
         }
-        for _ in 0..<2 { #expect(threadsDone.wait(timeout: deadline(60)) == .success) }
-        #expect(value.wait.lowestPriority.get() == .success(4 * rounds))
+        for _ in 0..<2 { #expect(await waitOffPool(threadsDone, seconds: 60)) }
+        #expect(await offPool { value.wait.lowestPriority.get() } == .success(4 * rounds))
     }
 
     @Test("a command issued just as a manual command's done frees the value completes after it on a serial queue")
-    func completionOrderAtRelease() {
-        let value = QueueSafeValue(value: 0)
-        let queue = DispatchQueue(label: "test.release.order")
-        let order = AtomicBox<[Int]>([])
-        let rounds = 20_000
-        let closureRan = DispatchSemaphore(value: 0)
-        let doneBox = AtomicBox<CommandCompletionClosure?>(nil)
-        // Both threads spin, so that `done` and the next command really race.
-        let go = SpinFlag()
-        let finished = DispatchSemaphore(value: 0)
-        onNewThread {
-            for round in 1...rounds {
-                guard go.spin(until: round) else { break }
-                doneBox.value?()
+    func completionOrderAtRelease() async throws {
+        try await offPoolTest { checks in
+            let value = QueueSafeValue(value: 0)
+            let queue = DispatchQueue(label: "test.release.order")
+            let order = AtomicBox<[Int]>([])
+            let rounds = 20_000
+            let closureRan = DispatchSemaphore(value: 0)
+            let doneBox = AtomicBox<CommandCompletionClosure?>(nil)
+            // Both threads spin, so that `done` and the next command really race.
+            let go = SpinFlag()
+            let finished = DispatchSemaphore(value: 0)
+            onNewThread {
+                for round in 1...rounds {
+                    guard go.spin(until: round) else { break }
+                    doneBox.value?()
+                }
+                finished.signal()
             }
-            finished.signal()
+            let schedule = value.async(performIn: queue).lowestPriority
+            for round in 1...rounds {
+                schedule.set(
+                    manualCompletion: { _, done in
+                        doneBox.mutate { $0 = done }
+                        closureRan.signal()
+                    },
+                    completion: { _ in order.mutate { $0.append(2 * round) } }
+                )
+                guard closureRan.wait(timeout: deadline()) == .success else { break }
+                go.set(round)
+                for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
+                schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
+            }
+            checks.expect(finished.wait(timeout: deadline(30)) == .success)
+            let drained = DispatchSemaphore(value: 0)
+            schedule.get { _ in drained.signal() }
+            checks.expect(drained.wait(timeout: deadline(30)) == .success)
+            let recorded = order.value
+            checks.expect(recorded.count == 2 * rounds)
+            let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count
+            checks.expect(misordered == 0, "completions in command order on a serial queue")
         }
-        let schedule = value.async(performIn: queue).lowestPriority
-        for round in 1...rounds {
-            schedule.set(
-                manualCompletion: { _, done in
-                    doneBox.mutate { $0 = done }
-                    closureRan.signal()
-                },
-                completion: { _ in order.mutate { $0.append(2 * round) } }
-            )
-            guard closureRan.wait(timeout: deadline()) == .success else { break }
-            go.set(round)
-            for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
-            schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
-        }
-        #expect(finished.wait(timeout: deadline(30)) == .success)
-        let drained = DispatchSemaphore(value: 0)
-        schedule.get { _ in drained.signal() }
-        #expect(drained.wait(timeout: deadline(30)) == .success)
-        let recorded = order.value
-        #expect(recorded.count == 2 * rounds)
-        let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count
-        #expect(misordered == 0, "completions in command order on a serial queue")
     }
 
     @Test("suspend commands with closures compile and run from the main actor, an actor and nonisolated code")
@@ -179,7 +181,7 @@ struct QueueSafeValueHandOverTests {
         await Self.fromMainActor(value)
         await Counter(value).bump()
         await Self.fromNonisolated(value)
-        #expect(value.wait.lowestPriority.get() == .success(3))
+        #expect(await offPool { value.wait.lowestPriority.get() } == .success(3))
     }
 
     @MainActor

@@ -8,10 +8,17 @@ import Foundation
 /// on Linux it is libdispatch's global pool, as wide as the machine has cores — would starve the very queues whose
 /// work the test waits for (`async` commands, dispatch routes, operations), and on two cores two such tests stall
 /// every other one. So a property test suspends, and its blocking work runs here.
+///
+/// At most ``OffPoolSlots/count`` bodies run at once, the rest suspend in line: the suite's blocking tests used to be
+/// throttled by the pool's few threads, and without a bound all of them would run at once on two cores, stretching
+/// every timing window (and the time limits under the sanitizers).
 public func offPool<Result: Sendable>(_ body: @escaping @Sendable () -> Result) async -> Result {
-    await withCheckedContinuation { continuation in
+    await OffPoolSlots.shared.take()
+    let result = await withCheckedContinuation { continuation in
         Thread.detachNewThread { continuation.resume(returning: body()) }
     }
+    await OffPoolSlots.shared.give()
+    return result
 }
 
 /// Waits for `group`, for at most `seconds`, on a thread of its own, without blocking the cooperative pool.
@@ -57,4 +64,16 @@ public final class PropertyFailures: Sendable {
 /// - Returns: `false` if it was not signalled within `seconds`.
 public func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Int = 5) async -> Bool {
     await offPool { semaphore.wait(timeout: deadline(seconds)) == .success }
+}
+
+/// Runs `body(index)` on `count` dedicated threads released together, and suspends until all of them returned; the
+/// async form of `runOnThreads(_:seconds:_:)`, which blocks no thread of the cooperative pool.
+///
+/// - Returns: `false` if they had not all returned within `seconds`.
+public func runOnThreadsOffPool(
+    _ count: Int,
+    seconds: Int = 30,
+    _ body: @escaping @Sendable (Int) -> Void
+) async -> Bool {
+    await offPool { runOnThreads(count, seconds: seconds, body) }
 }
