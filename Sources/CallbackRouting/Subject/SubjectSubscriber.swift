@@ -82,7 +82,8 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    /// Stops delivery and drops what is queued: once it returns, no callback of this subscriber starts.
+    /// Stops delivery and drops what is queued: once it returns, the drain begins no new call (see
+    /// ``CallbackSubscription`` for a call begun just before).
     ///
     /// It changes state only, and waits for nothing: a callback already running, on this thread or another, finishes,
     /// and the drain that runs it stops at its next look into the mailbox.
