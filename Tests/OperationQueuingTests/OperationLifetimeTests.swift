@@ -40,6 +40,53 @@ struct OperationLifetimeTests {
         }
     }
 
+    @Test("a ConcurrentOperation cancelled and released while its BlockOperation dependency runs is never read after")
+    func cancelledDependentOfBlockOperationReleased() async {
+        // Foundation keeps the dependent unretained in the BlockOperation and walks it when that one finishes; the
+        // dependent takes itself off that list as it finishes, so any kind of dependency is safe.
+        await #expect(processExitsWith: .success) {
+            await offPool {
+                let queue = OperationQueue()
+                for _ in 0..<400 {
+                    let running = DispatchSemaphore(value: 0)
+                    let release = DispatchSemaphore(value: 0)
+                    let dependency = BlockOperation {
+                        running.signal()
+                        _ = release.wait(timeout: deadline())
+                    }
+                    weak var weakDependent: ConcurrentOperation?
+                    do {
+                        let dependent = ConcurrentOperation { _ in }
+                        weakDependent = dependent
+                        dependent.addDependency(dependency)
+                        queue.addOperation(dependency)
+                        queue.addOperation(dependent)
+                        _ = running.wait(timeout: deadline())
+                        dependent.cancel()
+                        _ = eventually { dependent.isFinished }
+                    }
+                    _ = eventually { weakDependent == nil }
+                    release.signal()
+                    dependency.waitUntilFinished()
+                }
+            }
+        }
+    }
+
+    @Test("two operations that depend on each other's order but are never queued are both freed when dropped")
+    func neverQueuedDependencyFreed() {
+        weak var weakFirst: ConcurrentOperation?
+        weak var weakSecond: ConcurrentOperation?
+        do {
+            let first = ConcurrentOperation { _ in }
+            let second = ConcurrentOperation { _ in }
+            second.addDependency(first)
+            weakFirst = first
+            weakSecond = second
+        }
+        #expect(weakFirst == nil && weakSecond == nil, "a dependency that never ran keeps its dependent, or back")
+    }
+
     @Test("Queuers and operations released mid-flight, in every state, are all freed and never read after")
     func releaseWhileRunning() async {
         // Each round drops the Queuer and every reference at once, while one operation waits for a finish that

@@ -30,10 +30,6 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var machine = OperationStateMachine()
         /// What the operation was added to (a Queuer, a chain, a group), so that adding it twice traps at the call.
         var owner: String?
-        /// Operations that depend on this one, kept alive until it has finished: see `holdDependent(_:)`.
-        var dependents: [Operation] = []
-        /// Whether Foundation has walked the dependents, in the `isFinished` notification: later ones need no hold.
-        var dependentsWalked = false
     }
 
     // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
@@ -282,32 +278,6 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// Makes this operation depend on `operation`; if that is a ``ConcurrentOperation``, it keeps this one alive
-    /// until it has finished.
-    ///
-    /// Foundation on Linux keeps an operation's dependents unretained and reads them when the operation finishes,
-    /// while a cancelled dependent finishes at once and may be freed: the hold makes releasing either one safe. A
-    /// dependency that never finishes keeps its dependents, as a queue keeps an operation that never finishes.
-    /// - Parameter operation: The operation that must finish before this one starts.
-    override open func addDependency(_ operation: Operation) {
-        super.addDependency(operation)
-        (operation as? ConcurrentOperation)?.holdDependent(self)
-    }
-
-    /// Keeps `dependent`, an operation that depends on this one, alive until this one has finished.
-    ///
-    /// Foundation on Linux keeps an operation's dependents unretained, and walks them when the operation finishes.
-    /// A dependent that is cancelled finishes at once, while this one may still run, and its queue then lets it go:
-    /// without this hold, finishing this operation would read a freed dependent (a crash in
-    /// `Operation.observeValue`).
-    func holdDependent(_ dependent: Operation) {
-        self.state.mutate { state in
-            // Not `machine.isFinished`: that is set before the notification in which Foundation walks the
-            // dependents, and one added in between would be walked, unheld.
-            if !state.dependentsWalked { state.dependents.append(dependent) }
-        }
-    }
-
     /// Makes this operation a group's: one attempt, ended by `finish(success:)`, whatever is set.
     func makeGroup() {
         self.state.mutate { $0.machine.isGroup = true }
@@ -376,19 +346,19 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// Finishes the operation once, changing state between KVO notifications.
     ///
-    /// Its dependents are let go only after Foundation has walked them, in `didChangeValue(forKey: "isFinished")`.
+    /// First it takes itself off the dependents list of each of its dependencies. Foundation on Linux keeps an
+    /// operation's dependents unretained and walks them when that operation finishes; an operation cancelled while a
+    /// dependency still runs finishes first, and its queue may free it, so the dependency would read freed memory (a
+    /// crash in `Operation.observeValue`). `removeDependency` takes the dependency's own lock, so it also waits out a
+    /// walk already under way. Whatever kind of `Operation` the dependency is, and whether or not it is ever queued,
+    /// nothing is kept alive for it.
     private func finishOperation(wasExecuting: Bool) {
+        for dependency in self.dependencies { self.removeDependency(dependency) }
         self.willChangeValue(forKey: "isFinished")
         if wasExecuting { self.willChangeValue(forKey: "isExecuting") }
         self.state.mutate { $0.machine.markFinished() }
         if wasExecuting { self.didChangeValue(forKey: "isExecuting") }
         self.didChangeValue(forKey: "isFinished")
-        let dependents = self.state.mutate { state -> [Operation] in
-            state.dependentsWalked = true
-            defer { state.dependents = [] }
-            return state.dependents
-        }
-        withExtendedLifetime(dependents) {}  // released here, outside the lock
     }
 }
 
