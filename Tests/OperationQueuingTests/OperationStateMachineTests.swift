@@ -1,18 +1,6 @@
 import OperationQueuing
+import TestSupport
 import Testing
-
-/// A small, seeded generator (SplitMix64), so that a failing sequence can be replayed from its seed.
-private struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var z = self.state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// Records an issue when `condition` is false; cheaper than `#expect` in loops of millions of checks.
 private func check(
@@ -83,7 +71,7 @@ private struct Driver {
     }
 
     /// One random event, as a thread of the operation or of its user might cause it.
-    mutating func step(_ random: inout SeededGenerator) {
+    mutating func step(_ random: inout SeededRandom) {
         self.step(choice: Int.random(in: 0..<Self.choices, using: &random), &random)
     }
 
@@ -91,7 +79,7 @@ private struct Driver {
     static let choices = 11
 
     /// Event `choice`; `random` picks its details.
-    mutating func step(choice: Int, _ random: inout SeededGenerator) {
+    mutating func step(choice: Int, _ random: inout SeededRandom) {
         switch choice {
         case 0:
             if let action = self.machine.start() { self.apply(action, "start") }
@@ -169,7 +157,7 @@ struct OperationStateMachineTests {
     func randomSequences() async {
         for seed in UInt64(1)...20_000 {
             if seed % 500 == 0 { await Task.yield() }  // a long loop on the cooperative pool: let others run
-            var random = SeededGenerator(state: seed)
+            var random = SeededRandom(seed: seed)
             var driver = Driver()
             driver.machine.maximumRetries = Int.random(in: 0...4, using: &random)
             driver.machine.manualRetry = Bool.random(using: &random)
@@ -204,7 +192,7 @@ struct OperationStateMachineTests {
             driver.machine.maximumRetries = 2
             driver.machine.manualRetry = count & 1 != 0
             driver.machine.manualFinish = count & 2 != 0
-            var random = SeededGenerator(state: UInt64(count))
+            var random = SeededRandom(seed: UInt64(count))
             for choice in sequence { driver.step(choice: choice, &random) }
             let started = driver.machine.phase != .notStarted
             driver.settle()

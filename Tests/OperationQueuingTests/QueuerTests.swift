@@ -113,23 +113,6 @@ private func chainLink(
     }
 }
 
-/// A small seeded random number generator (SplitMix64), so that a failing round can be named and repeated.
-private struct SeededGenerator: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) {
-        self.state = seed
-    }
-
-    mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = self.state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
-    }
-}
-
 @Suite("Queuer", .timeLimit(.minutes(1)))
 struct QueuerTests {
     @Test("chains run in array order with the completion last; the variadic overload too")
@@ -257,7 +240,7 @@ struct QueuerTests {
     @Test("random chains with random cancellations, before and during the run, keep their order")
     func randomChainsKeepTheirOrder() async {
         let seed = UInt64(DispatchTime.now().uptimeNanoseconds)
-        var random = SeededGenerator(seed: seed)
+        var random = SeededRandom(seed: seed)
         for round in 0..<150 {
             let limit = [1, 2, 4, OperationQueue.defaultMaxConcurrentOperationCount].randomElement(using: &random)!
             let queuer = Queuer(name: "test.chain.random", maxConcurrentOperationCount: limit)

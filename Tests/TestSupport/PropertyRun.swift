@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Foundation
 
 /// The seed and size of a property test's run, from the environment.
@@ -47,18 +48,14 @@ public enum PropertyRun {
 
 /// SplitMix64: a small, fast, seedable generator; each thread or task of a test takes its own, derived from one seed.
 public struct SeededRandom: RandomNumberGenerator, Sendable {
-    private var state: UInt64
+    private var base: SplitMix64
 
     /// Creates a generator whose stream is fixed by `seed`.
-    public init(seed: UInt64) { self.state = seed }
+    public init(seed: UInt64) { self.base = SplitMix64(seed: seed) }
 
     /// The next 64 random bits.
     public mutating func next() -> UInt64 {
-        self.state &+= 0x9E37_79B9_7F4A_7C15
-        var mixed = self.state
-        mixed = (mixed ^ (mixed >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        mixed = (mixed ^ (mixed >> 27)) &* 0x94D0_49BB_1331_11EB
-        return mixed ^ (mixed >> 31)
+        self.base.next()
     }
 
     /// A generator for a worker of this one: its stream depends on this one's seed and on `index` only.
