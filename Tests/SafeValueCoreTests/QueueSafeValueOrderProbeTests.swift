@@ -88,7 +88,10 @@ struct QueueSafeValueOrderProbeTests {
             checks.expect(overtaken == 0, "a command already in the queue was overtaken")
             let seen = seenRounds.load(ordering: .relaxed)
             checks.expect(
-                seen >= Self.rounds * 3 / 4,
+                // Half: the old watcher was seen in at most 1 round of 600. The debug build's checks (the blocking-call
+                // check, the lock-order checker) lengthen the path to the queue by a constant the budget does not
+                // measure, so a tighter bar fails on correct code now and then (445 of 600 seen, once).
+                seen >= Self.rounds / 2,
                 """
                 a pending wait command showed in the queue within \(Self.looking) ns in \(seen) rounds of \(Self.rounds); \
                 one that was not seen was overtaken in \(history?.overtakesOfUnseen ?? -1)
