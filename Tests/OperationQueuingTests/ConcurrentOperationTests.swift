@@ -358,6 +358,18 @@ struct ConcurrentOperationRaceTests {
         }
     }
 
+    @Test("a negative maximumRetries traps with a message naming the operation, the value and the rule")
+    func negativeMaximumRetries() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ConcurrentOperation(name: "upload") { _ in }
+            operation.maximumRetries = -5
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("ConcurrentOperation 'upload'"))
+        #expect(stderr.contains("maximumRetries"))
+        #expect(stderr.contains("-5"))
+    }
+
     @Test("the same operation twice in a chain traps with a message naming the rule")
     func chainDuplicate() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -75,9 +75,18 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
     ///
     /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1 and setting it does nothing.
+    /// - Precondition: The new value is 0 or more; a negative count traps with a message naming the operation and
+    ///   the value.
     open var maximumRetries: Int {
         get { self.state.mutate { $0.machine.isGroup ? 1 : $0.machine.maximumRetries } }
-        set { self.state.mutate { $0.machine.maximumRetries = newValue } }
+        set {
+            precondition(
+                newValue >= 0,
+                "ConcurrentOperation '\(self.name ?? "unnamed")': maximumRetries is the number of attempts in all and "
+                    + "must be 0 or more (0 behaves as 1), not \(newValue)"
+            )
+            self.state.mutate { $0.machine.maximumRetries = newValue }
+        }
     }
 
     /// The attempt running now or last, counted from 1.
