@@ -9,7 +9,7 @@ ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit chaos soak tsan asan examples install-check snippets demo bench bench-check docs docs-serve lint format clean
+.PHONY: all build test unit chaos soak tsan asan examples install-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -72,6 +72,10 @@ bench:
 ## bench-check: as bench, and exits non-zero when a goal is missed.
 bench-check:
 	python3 Benchmarks/ratios.py --check
+
+## checker-cost: the lock-order checker's cost per lock/unlock pair in a debug build (goal: at most 50 ns added).
+checker-cost:
+	cd Benchmarks && $(SWIFT) run -c debug DebugCheckerCost --check
 
 ## docs: every DocC catalog, offline, warnings as errors, merged into one site in .build/docs/ConcurrencyKit.doccarchive.
 docs:

@@ -32,7 +32,9 @@ let package = Package(
         .library(name: "ConcurrencyKit", targets: ["ConcurrencyKit"]),
     ],
     targets: [
-        .target(name: "AtomicPrimitives", swiftSettings: swiftSettings),
+        // The lock-order checker's per-thread records, in C so that debug builds keep them cheap (see LockOrderThread).
+        .target(name: "ConcurrencyKitCShims"),
+        .target(name: "AtomicPrimitives", dependencies: ["ConcurrencyKitCShims"], swiftSettings: swiftSettings),
         .target(
             name: "ConcurrencyKit",
             dependencies: ["AtomicPrimitives"] + upperModules.map { .target(name: $0) },

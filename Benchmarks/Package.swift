@@ -47,6 +47,14 @@ let package = Package(
             swiftSettings: [.swiftLanguageMode(.v6)],
             plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
         ),
+        // The lock-order checker's cost in a consumer's debug build (`make checker-cost`): no harness, the checker is
+        // compiled out of the release builds the harness measures.
+        .executableTarget(
+            name: "DebugCheckerCost",
+            dependencies: [.product(name: "AtomicPrimitives", package: "ConcurrencyKit")],
+            path: "Benchmarks/DebugCheckerCost",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: [.product(name: "Benchmark", package: "benchmark")],

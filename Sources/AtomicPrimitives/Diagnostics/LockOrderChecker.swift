@@ -1,3 +1,7 @@
+#if DEBUG
+internal import ConcurrencyKitCShims
+#endif
+
 /// The hooks through which blocking acquisitions join the lock-order graph, for resources that are not built on
 /// ``LockCore`` (which joins by itself).
 ///
@@ -59,10 +63,9 @@ package enum LockOrderChecker {
     /// Whether the calling thread holds `resource`, by the checker's records: `false` whenever the checker is off.
     package static func isHeld(_ resource: LockOrderIdentity) -> Bool {
         #if DEBUG
-        guard let thread = LockOrderThread.existing else { return false }
-        return thread.pointee.holds(resource.key.serial)
+        LockOrderThread.holds(resource.key.serial)
         #else
-        return false
+        false
         #endif
     }
 
@@ -82,32 +85,48 @@ package enum LockOrderChecker {
     #if DEBUG
     @usableFromInline
     static func willAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
-        guard LockOrderChecking.isOn else { return }
-        let thread = LockOrderThread.current
-        guard thread.pointee.heldCount > 0 else { return }
-        thread.pointee.checkEdges(to: key, at: LockOrderSite(file: file, line: line))
+        let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
+        guard switches & 1 != 0 else { return }  // the checker's bit
+        LockOrderThread.acquire(key, file: file, line: line, epoch: switches >> 2, push: false)
     }
 
     @usableFromInline
     static func didAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
-        guard LockOrderChecking.isOn else { return }
-        LockOrderThread.current.pointee.push(key, file: file, line: line)
+        let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
+        guard switches & 1 != 0 else { return }  // the checker's bit
+        // A try-acquisition cannot block, so it adds no order: no check, only the record.
+        let thread = ck_lock_order_current(switches >> 2)
+        ck_lock_order_push(
+            thread,
+            key.serial,
+            key.node.toOpaque(),
+            key.peers,
+            file.utf8Start,
+            file.utf8CodeUnitCount,
+            line
+        )
     }
 
-    /// ``LockCore``'s acquisition, before it blocks: checks the edges from the locks the thread holds and records
+    /// ``LockCore``'s acquisition, before it blocks: checks the orders from the locks the thread holds and records
     /// the lock as held, then is a chaos point.
     ///
     /// Recording before the mutex is taken is exact: the thread does nothing else until it holds it, and one record
-    /// lookup serves both steps.
+    /// lookup serves both steps. An order the thread has seen before costs one call into the C records.
     @usableFromInline
     static func lockWillAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {
         let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
-        if switches & 1 != 0 {  // the checker's bit
-            let thread = LockOrderThread.current(switches: switches)
-            if thread.pointee.heldCount > 0 {
-                thread.pointee.checkEdges(to: key, at: LockOrderSite(file: file, line: line))
-            }
-            thread.pointee.push(key, file: file, line: line)
+        if switches & 1 != 0  // the checker's bit
+            && !ck_lock_order_acquire(
+                switches >> 2,
+                key.serial,
+                key.node.toOpaque(),
+                key.peers,
+                file.utf8Start,
+                file.utf8CodeUnitCount,
+                line
+            )
+        {
+            LockOrderThread.acquire(key, file: file, line: line, epoch: switches >> 2, push: true)
         }
         if switches & 2 != 0 {  // the chaos bit
             ScheduleChaos.step(.lockAcquire)
@@ -118,7 +137,7 @@ package enum LockOrderChecker {
     @usableFromInline
     static func lockWillRelease(_ serial: UInt64) {
         if DiagnosticSwitches.flags.load(ordering: .relaxed) & 1 != 0 {  // the checker's bit
-            Self.didRelease(serial)
+            ck_lock_order_release(serial)
         }
     }
 
@@ -132,8 +151,7 @@ package enum LockOrderChecker {
 
     @usableFromInline
     static func didRelease(_ serial: UInt64) {
-        guard let thread = LockOrderThread.existing else { return }
-        thread.pointee.remove(serial)
+        ck_lock_order_release(serial)
     }
     #endif
 }

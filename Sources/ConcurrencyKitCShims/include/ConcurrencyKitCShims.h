@@ -1,0 +1,72 @@
+// The per-thread records of ConcurrencyKit's lock-order checker (debug builds): the locks a thread holds and the
+// orders it has already seen. They are in C because a debug build does not optimize Swift, and this path runs on
+// every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
+// a few dozen instructions. Only AtomicPrimitives uses them; they are not API.
+
+#ifndef CONCURRENCYKIT_C_SHIMS_H
+#define CONCURRENCYKIT_C_SHIMS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/// A lock a thread holds: its serial number, its node and peer class (unretained, by address), and where it was taken.
+typedef struct {
+    uint64_t serial;
+    const void *_Nonnull node;
+    const void *_Nullable peers;
+    const uint8_t *_Nonnull file;
+    intptr_t fileCount;
+    uintptr_t line;
+} ck_lock_order_held;
+
+/// One thread's records. `held[0..<count]` are the locks it holds, oldest first.
+typedef struct ck_lock_order_thread ck_lock_order_thread;
+
+/// The calling thread's records, made on first use and freed when the thread exits; emptied if `epoch` differs from
+/// the one they were last used with (the checker was off meanwhile and saw no releases).
+ck_lock_order_thread *_Nonnull ck_lock_order_current(uint64_t epoch);
+
+/// The number of locks the thread holds.
+intptr_t ck_lock_order_count(const ck_lock_order_thread *_Nonnull thread);
+
+/// The `index`th lock the thread holds, oldest first.
+const ck_lock_order_held *_Nonnull ck_lock_order_held_at(const ck_lock_order_thread *_Nonnull thread, intptr_t index);
+
+/// Whether every order "held lock, then `serial`" is one the thread has seen before, and no held lock shares the peer
+/// class `peers` (when not null): then acquiring `serial` needs no further check.
+bool ck_lock_order_all_known(const ck_lock_order_thread *_Nonnull thread, uint64_t serial, const void *_Nullable peers);
+
+/// Remembers the order `from`, then `to`; returns false if it was already remembered.
+bool ck_lock_order_remember(ck_lock_order_thread *_Nonnull thread, uint64_t from, uint64_t to);
+
+/// Records that the thread now holds the lock `serial`.
+void ck_lock_order_push(
+    ck_lock_order_thread *_Nonnull thread,
+    uint64_t serial,
+    const void *_Nonnull node,
+    const void *_Nullable peers,
+    const uint8_t *_Nonnull file,
+    intptr_t fileCount,
+    uintptr_t line
+);
+
+/// The acquisition fast path: if ``ck_lock_order_all_known`` holds, records the lock as held and returns true;
+/// otherwise changes nothing and returns false, and the caller checks the new orders, then pushes.
+bool ck_lock_order_acquire(
+    uint64_t epoch,
+    uint64_t serial,
+    const void *_Nonnull node,
+    const void *_Nullable peers,
+    const uint8_t *_Nonnull file,
+    intptr_t fileCount,
+    uintptr_t line
+);
+
+/// Records that the calling thread no longer holds `serial` (locks may be released in any order); nothing happens if
+/// it has no records or does not hold it.
+void ck_lock_order_release(uint64_t serial);
+
+/// Whether the calling thread holds `serial`, by its records.
+bool ck_lock_order_holds(uint64_t serial);
+
+#endif
