@@ -61,6 +61,15 @@ public final class QueueSafeValue<Value> {
         self.storage.engine.waitingCount
     }
 
+    /// Debug builds: calls `observer` on a `wait` command's own thread at the moment it begins to wait for the value,
+    /// with whether the command has the highest priority; in release builds it is never called.
+    ///
+    /// For tests of the contract's ordering rule: from that moment the command is pending, so a command issued after
+    /// it, of no higher priority, must not run before it. Set it before any command is issued.
+    package func observeWaitingCommands(_ observer: @escaping @Sendable (_ isHighestPriority: Bool) -> Void) {
+        self.storage.engine.observeWaiting(observer)
+    }
+
     /// Commands that block the calling thread until they have run; their closures run on the calling thread.
     @inlinable
     public var wait: QueueSafeWaitSchedule<Value> {

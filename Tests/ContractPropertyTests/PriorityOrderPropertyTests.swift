@@ -14,7 +14,9 @@ import Testing
 /// - `async(performIn:)` returns after enqueueing, so `issued` is recorded when the call returns;
 /// - a `suspend` or `wait` command does not return until it has run, so it is issued one at a time and `issued` is
 ///   recorded when the value's own count of queued commands (`waitingCommandCount`) has grown by one;
-/// - a `wait` that is still *watching* the turn (not yet queued) is covered by its own test below.
+/// - a `wait` command's own moment of beginning to wait is certified by the value's debug hook
+///   (`observeWaitingCommands`): from then on it is pending, whatever it does while it waits. That test releases the
+///   value at the worst moment: while the earlier command waits and a later one has just begun to.
 /// ``CommandOrderChecker`` then checks the history.
 @Suite("Contract properties: priority, then FIFO", .timeLimit(.minutes(1)))
 struct PriorityOrderPropertyTests {
@@ -269,6 +271,62 @@ struct PriorityOrderPropertyTests {
                     ran.leave()
                 }
                 let allRan = ran.wait(timeout: deadline(5)) == .success
+                if !Self.check(history, round: round, finished: allRan, failures) { return }
+            }
+        }
+        report(failures)
+    }
+
+    @Test("wait: a command that began to wait is never overtaken by a later one, whenever the value comes free")
+    func waitingCommandIsNeverOvertaken() async {
+        let failures = PropertyFailures()
+        await offPool {
+            var random = PropertyRun.random(4)
+            let rounds = PropertyRun.rounds(150)
+            let holdQueue = DispatchQueue(label: "props.waiting.hold")
+            for round in 0..<rounds {
+                let value = QueueSafeValue(value: 0)
+                let history = PropertyHistory()
+                let hold = Hold(value, history: history, queue: holdQueue)
+                failures.expect(hold.isHolding())
+                // The later command's thread is already running, and spins until the earlier one waits, so that it
+                // is issued within microseconds of that moment.
+                let earlierIsWaiting = Atomic<Bool>(false)
+                let spins = Int.random(in: 0...400, using: &random)
+                value.observeWaitingCommands { isHighest in
+                    history.record("issued", isHighest ? 1 : 2, isHighest ? 1 : 0)
+                    if isHighest {
+                        earlierIsWaiting.store(true, ordering: .releasing)
+                    } else {
+                        // The later command has just begun to wait: free the value now, from its thread.
+                        Self.work(spins)
+                        hold.release()
+                    }
+                }
+                let ran = DispatchGroup()
+                ran.enter()
+                ran.enter()
+                onNewThread {
+                    while !earlierIsWaiting.load(ordering: .acquiring) { yieldProcessor() }
+                    history.record("issuing", 2, 0)
+                    value.wait.lowestPriority.set { count in
+                        history.record("start", 2, 0)
+                        count += 1
+                        history.record("end", 2, 0)
+                    }
+                    ran.leave()
+                }
+                onNewThread {
+                    history.record("issuing", 1, 1)
+                    value.wait.highestPriority.set { count in
+                        history.record("start", 1, 1)
+                        count += 1
+                        history.record("end", 1, 1)
+                    }
+                    ran.leave()
+                }
+                let allRan = ran.wait(timeout: deadline(5)) == .success
+                if !allRan { earlierIsWaiting.store(true, ordering: .releasing) }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
         }

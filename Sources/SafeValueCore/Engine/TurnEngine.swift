@@ -90,8 +90,21 @@ final class TurnEngine: @unchecked Sendable {
     // that `handOver()` returns to destroy the value holds it strongly.
     private unowned(unsafe) var owner: (any ValueOwner)?
 
+    #if DEBUG
+    /// Called when a blocking command begins to wait for the turn (``observeWaiting(_:)``).
+    private let waitObserver = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+    #endif
+
     @usableFromInline
     init() {}
+
+    /// Debug builds: `observer` is called on a blocking command's own thread at the moment it begins to wait for the
+    /// turn, with whether it has the highest priority; for the contract's property tests. Release builds ignore it.
+    func observeWaiting(_ observer: @escaping @Sendable (Bool) -> Void) {
+        #if DEBUG
+        self.waitObserver.withLock { $0 = observer }
+        #endif
+    }
 
     /// Tells the engine who holds its value.
     ///
@@ -178,6 +191,10 @@ final class TurnEngine: @unchecked Sendable {
         case .retired:
             return false
         case .mustQueue:
+            #if DEBUG
+            // The command is queued: from here on it waits, and is pending.
+            self.waitObserver.withLock { $0 }?(priority == .highest)
+            #endif
             thread.waitForGrant()
             self.tookTurnOver()
             return true
