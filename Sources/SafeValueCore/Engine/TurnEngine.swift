@@ -98,8 +98,10 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     init() {}
 
-    /// Debug builds: `observer` is called on a blocking command's own thread at the moment it begins to wait for the
-    /// turn, with whether it has the highest priority; for the contract's property tests. Release builds ignore it.
+    /// Debug builds: calls `observer` when a blocking command begins to wait for the turn.
+    ///
+    /// It runs on the command's own thread, with whether the command has the highest priority; for the contract's
+    /// property tests. Release builds ignore it.
     func observeWaiting(_ observer: @escaping @Sendable (Bool) -> Void) {
         #if DEBUG
         self.waitObserver.withLock { $0 = observer }
