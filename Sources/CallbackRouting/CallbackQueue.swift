@@ -60,6 +60,38 @@ public enum CallbackQueue: Sendable {
         self.executeElsewhere(block)
     }
 
+    /// Runs a `@MainActor` block on this route, which must be ``mainAsync`` or ``mainCurrentOrAsync``.
+    ///
+    /// Called as `queue.execute { @MainActor in … }`: a closure that says `@MainActor` takes this overload, any other
+    /// takes ``execute(_:)``. A `CallbackQueue` is a value whose route is known only when the program runs, so an
+    /// unannotated closure written in a `@MainActor` type is nonisolated here; to have the compiler know the route,
+    /// and such a closure touch main-actor state, take a ``MainCallbackQueue`` instead. The rule for every API of the
+    /// package is in "Isolation" of the async guide (Docs/AsyncCode.md).
+    ///
+    /// - Parameter block: The callback; it runs on the main actor.
+    /// - Precondition: This is ``mainAsync`` or ``mainCurrentOrAsync``. The other routes run blocks on the caller's
+    ///   thread or on a queue of their own, not on the main actor: they trap here rather than run the block there.
+    public func execute(onMainActor block: @escaping @MainActor @Sendable () -> Void) {
+        guard let main = MainCallbackQueue(self) else {
+            preconditionFailure(
+                "CallbackQueue.execute: a @MainActor block was given to route \(self.routeName), which does not run "
+                    + "it on the main actor; only .mainAsync and .mainCurrentOrAsync take @MainActor blocks"
+            )
+        }
+        main.execute(block)
+    }
+
+    /// The route as written in source, for messages: `.untouch`, `.dispatch("label")`.
+    var routeName: String {
+        switch self {
+        case .mainAsync: ".mainAsync"
+        case .mainCurrentOrAsync: ".mainCurrentOrAsync"
+        case .untouch: ".untouch"
+        case .dispatch(let queue): ".dispatch(\"\(queue.label)\")"
+        case .operationQueue: ".operationQueue"
+        }
+    }
+
     /// ``execute(_:)`` for every route but ``untouch``.
     @usableFromInline
     func executeElsewhere(_ block: @escaping @Sendable () -> Void) {

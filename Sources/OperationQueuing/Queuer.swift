@@ -86,6 +86,12 @@ public final class Queuer: Sendable {
     /// ``maxConcurrentOperationCount`` until the body has returned or thrown. ``cancelAll()`` cancels the body's task.
     /// For retries, or to read the error, make an ``AsyncOperation`` and add it.
     ///
+    /// The body runs elsewhere, so it is `@Sendable` and runs with the isolation it states: nonisolated unless it says
+    /// otherwise, never the caller's by itself. From a `@MainActor` type, `{ @MainActor in … }` runs it on the main
+    /// actor, where it may touch the type's state (a body that has no `await` is taken for a block of
+    /// ``addOperation(_:)-(()->Void)``, which cannot be `@MainActor`: use ``run(_:)`` for it). This is the package's
+    /// isolation rule, in "Isolation" of the async guide (Docs/AsyncCode.md).
+    ///
     /// - Parameter body: The work.
     public func addOperation(_ body: @escaping @Sendable () async throws -> Void) {
         let operation = AsyncOperation { _ in try await body() }
@@ -114,6 +120,13 @@ public final class Queuer: Sendable {
     /// throws `CancellationError` at once, also while the queue is paused or its slots are busy, and the body never
     /// runs (its operation finishes without it when the queue reaches it); while the body runs, the body's task is
     /// cancelled and the call returns what the body returns or throws.
+    ///
+    /// The body runs elsewhere, as an operation, so it is `@Sendable` and runs with the isolation it states:
+    /// nonisolated unless it says otherwise, never the caller's by itself, so that work sent to a queue does not land
+    /// on the main actor unasked. From a `@MainActor` type, `try await queuer.run { @MainActor in self.count += 1 }`
+    /// runs it on the main actor, where it may touch the type's state; the operation holds its place in the queue
+    /// meanwhile. Inline bodies, such as `CountingSemaphore.withPermit`'s, take the caller's isolation instead: the
+    /// package's isolation rule, in "Isolation" of the async guide (Docs/AsyncCode.md).
     ///
     /// - Parameter body: The work; it runs in a task of its own.
     /// - Returns: What `body` returns.

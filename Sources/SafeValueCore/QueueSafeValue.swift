@@ -104,6 +104,9 @@ extension QueueSafeValue where Value: Sendable {
     }
 
     /// Commands for Swift concurrency: `await` them; they suspend the task, never block a thread.
+    ///
+    /// Their closures run inline, in the calling task, with the caller's isolation, so from a `@MainActor` type they may
+    /// touch its state: see ``QueueSafeSuspendCommand``.
     @inlinable
     public var suspend: QueueSafeSuspendSchedule<Value> {
         QueueSafeSuspendSchedule(storage: self.storage)

@@ -41,6 +41,10 @@ extension CountingSemaphore {
     /// The async counterpart of ``perform(file:line:_:)``: at most as many bodies run at once as the semaphore has resources,
     /// and the waiting suspends instead of blocking a thread.
     ///
+    /// `body` runs inline, in the calling task, with the caller's isolation: it need not be `Sendable`, and from a
+    /// `@MainActor` type or an actor it may touch that type's state, as `try await permits.withPermit { count += 1 }`
+    /// does. This is the package's isolation rule, in "Isolation" of the async guide (Docs/AsyncCode.md).
+    ///
     /// - Parameters:
     ///   - isolation: The caller's actor, where `body` runs; inferred.
     ///   - body: Runs once a resource is taken.

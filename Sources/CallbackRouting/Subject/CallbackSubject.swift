@@ -59,7 +59,14 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         self.state.value.subscribers.count
     }
 
+    // Disfavoured so that `on: .mainAsync` and `on: .mainCurrentOrAsync` pick the main-actor overload: a closure's
+    // isolation is checked only after the overload is chosen, and this one would win otherwise. No other route is a
+    // `MainCallbackQueue`, so every other call has this overload alone.
     /// Adds a subscriber that receives values and the completion on `queue`.
+    ///
+    /// The callbacks are nonisolated, since `queue` may run them anywhere. Written as `.mainAsync` or
+    /// `.mainCurrentOrAsync`, the route is a ``MainCallbackQueue`` and the other `subscribe`, whose callbacks are
+    /// `@MainActor`, is the one called.
     ///
     /// - Parameters:
     ///   - queue: Where the callbacks run; inline on the sending thread (``CallbackQueue/untouch``) unless you say
@@ -67,6 +74,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     ///   - receiveValue: Called with each value sent after this subscription.
     ///   - receiveCompletion: Called once with the completion.
     /// - Returns: The subscription. Delivery stops when it is cancelled or released, so keep it.
+    @_disfavoredOverload
     public func subscribe(
         on queue: CallbackQueue = .untouch,
         receiveValue: @escaping @Sendable (Output) -> Void,
@@ -77,6 +85,52 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
             finishingWithSubject: false,
             receiveValue: receiveValue,
             receiveCompletion: receiveCompletion
+        )
+    }
+
+    /// Adds a subscriber whose callbacks run on the main actor, so they may touch main-actor state.
+    ///
+    /// ```swift
+    /// import CallbackRouting
+    ///
+    /// @MainActor final class Downloads {
+    ///     var fractions: [Double] = []
+    ///     var subscription: CallbackSubscription?
+    ///
+    ///     func watch(_ progress: CallbackSubject<Double, Never>) {
+    ///         subscription = progress.subscribe(on: .mainAsync) { self.fractions.append($0) }
+    ///             receiveCompletion: { _ in print(self.fractions) }
+    ///     }
+    /// }
+    ///
+    /// let downloads = Downloads()
+    /// let progress = CallbackSubject<Double, Never>()
+    /// downloads.watch(progress)
+    /// progress.send(0.5)
+    /// progress.send(completion: .finished)
+    /// // Prints "[0.5]"
+    /// ```
+    ///
+    /// `on: .mainAsync` and `on: .mainCurrentOrAsync` call this overload from any code, and a `{ @MainActor in … }`
+    /// closure is accepted as is. The routes that run callbacks elsewhere (`.untouch`, `.dispatch`, `.operationQueue`)
+    /// are not ``MainCallbackQueue`` values, so a `@MainActor` closure given with them does not compile. The rule for
+    /// every API of the package is in "Isolation" of the async guide (Docs/AsyncCode.md).
+    ///
+    /// - Parameters:
+    ///   - queue: ``MainCallbackQueue/mainAsync`` or ``MainCallbackQueue/mainCurrentOrAsync``.
+    ///   - receiveValue: Called on the main actor with each value sent after this subscription.
+    ///   - receiveCompletion: Called once on the main actor with the completion.
+    /// - Returns: The subscription. Delivery stops when it is cancelled or released, so keep it.
+    public func subscribe(
+        on queue: MainCallbackQueue,
+        receiveValue: @escaping @MainActor @Sendable (Output) -> Void,
+        receiveCompletion: @escaping @MainActor @Sendable (SubjectCompletion<Failure>) -> Void = { _ in }
+    ) -> CallbackSubscription {
+        self.subscribe(
+            on: queue.callbackQueue,
+            finishingWithSubject: false,
+            receiveValue: MainCallbackQueue.onMainActor(receiveValue),
+            receiveCompletion: MainCallbackQueue.onMainActor(receiveCompletion)
         )
     }
 

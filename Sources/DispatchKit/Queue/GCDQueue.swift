@@ -138,6 +138,35 @@ public struct GCDQueue: Sendable, Equatable {
         return self
     }
 
+    /// Runs a `@MainActor` block asynchronously on this queue, which must be ``main``.
+    ///
+    /// Called as `GCDQueue.main.async { @MainActor in … }`: a closure that says `@MainActor` takes this overload, so it
+    /// may touch main-actor state; any other takes ``async(_:)-(()->Void)``. A queue is a value, so the compiler
+    /// cannot tell main from another queue: an unannotated closure written in a `@MainActor` type is nonisolated, and
+    /// cannot touch that state. The rule for every API of the package is in "Isolation" of the async guide
+    /// (Docs/AsyncCode.md).
+    /// - Parameter block: The work; it runs on the main actor.
+    /// - Returns: This queue, so that calls can be chained.
+    /// - Precondition: This is ``main``. Any other queue runs blocks on its own threads, not on the main actor, so it
+    ///   traps here rather than run the block there.
+    @discardableResult
+    public func async(onMainActor block: @escaping @MainActor @Sendable () -> Void) -> GCDQueue {
+        self.async(self.mainActorBlock(block, api: "async"))
+    }
+
+    /// `block` as a nonisolated block for this queue, which must be main: the main actor's executor.
+    private func mainActorBlock(
+        _ block: @escaping @MainActor @Sendable () -> Void,
+        api: String
+    ) -> @Sendable () -> Void {
+        precondition(
+            self.marker.isMain,
+            "GCDQueue.\(api): a @MainActor block was sent to queue '\(self.dispatchQueue.label)', which does not run "
+                + "it on the main actor; only GCDQueue.main takes @MainActor blocks"
+        )
+        return { MainActor.assumeIsolated(block) }
+    }
+
     /// Runs each of `blocks` asynchronously on this queue, in order of submission.
     ///
     /// - Parameter blocks: The work items.
@@ -373,6 +402,19 @@ public struct GCDQueue: Sendable, Equatable {
         self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: block)
         if self.marker.isMain { self.noteSendToMain() }
         return self
+    }
+
+    /// Runs a `@MainActor` block on this queue, which must be ``main``, after `seconds`.
+    ///
+    /// Called as `GCDQueue.main.after(0.5) { @MainActor in … }`, as ``async(onMainActor:)`` is.
+    /// - Parameters:
+    ///   - seconds: The delay; the block runs no earlier. A delay too long to represent means never.
+    ///   - block: The work; it runs on the main actor.
+    /// - Returns: This queue, so that calls can be chained.
+    /// - Precondition: This is ``main``, and `seconds` is a number, 0 or more (not NaN).
+    @discardableResult
+    public func after(_ seconds: Double, onMainActor block: @escaping @MainActor @Sendable () -> Void) -> GCDQueue {
+        self.after(seconds, self.mainActorBlock(block, api: "after"))
     }
 
     /// Runs `block` `count` times with indexes `0..<count`, and returns once all have run.

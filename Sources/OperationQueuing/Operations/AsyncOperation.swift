@@ -26,7 +26,10 @@ import Foundation
 ///   has returned, but holds no thread while the body is suspended.
 ///
 /// The body runs in a task of its own, with the priority that matches the operation's `qualityOfService`; the task
-/// starts on the operation's thread, and moves to the global concurrent pool at its first suspension.
+/// starts on the operation's thread, and moves to the global concurrent pool at its first suspension. It is
+/// `@Sendable` and runs with the isolation it states, never its creator's by itself: from a `@MainActor` type,
+/// `AsyncOperation { @MainActor _ in self.count += 1 }` runs on the main actor and may touch the type's state. This is
+/// the package's isolation rule, in "Isolation" of the async guide (Docs/AsyncCode.md).
 /// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end.
 open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
@@ -49,7 +52,8 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     /// - Parameters:
     ///   - name: The operation's name, for logs and debugging.
     ///   - body: The work of one attempt; it gets the operation, to read ``ConcurrentOperation/currentAttempt``.
-    ///     Returning ends the attempt successfully; throwing ends it unsuccessfully.
+    ///     Returning ends the attempt successfully; throwing ends it unsuccessfully. It runs with the isolation it
+    ///     states: `{ @MainActor operation in … }` runs on the main actor.
     public init(
         name: String? = nil,
         body: nonisolated(nonsending) @escaping @Sendable (AsyncOperation) async throws -> Void

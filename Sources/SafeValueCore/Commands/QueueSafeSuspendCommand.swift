@@ -3,7 +3,9 @@
 /// A task cancelled while its command waits gets ``QueueSafeValueError/cancelled`` promptly, without waiting for the
 /// value; a task already cancelled when it issues the command gets it without running the command. Closures are
 /// non-escaping and run in the calling task, on its actor: each command takes the caller's isolation (`#isolation`),
-/// so a closure that is not `Sendable` can be passed from the main actor, from any actor, or from nonisolated code.
+/// so a closure that is not `Sendable` can be passed from the main actor, from any actor, or from nonisolated code,
+/// and may touch the caller's state. This is the package's isolation rule, in "Isolation" of the async guide
+/// (Docs/AsyncCode.md).
 public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     @usableFromInline
     let storage: ValueStorage<Value>
