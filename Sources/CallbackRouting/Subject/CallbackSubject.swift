@@ -19,14 +19,14 @@
 /// - With ``CallbackQueue/untouch`` and one sending thread, a value is delivered before ``send(_:)`` returns. A value
 ///   sent from inside a subscriber's own callback reaches that subscriber after the callback returns.
 /// - After ``send(completion:)``, later sends are ignored, ``subscriberCount`` is 0, and a new subscriber receives
-///   the completion at once (before ``subscribe(on:receiveValue:receiveCompletion:)`` returns, on `untouch`).
+///   the completion at once (before ``subscribe(on:receiveValue:receiveCompletion:)-(CallbackQueue,_,_)`` returns, on `untouch`).
 /// - Every subscriber receives the events in one order, also when a callback sends or completes: values sent before a
 ///   completion reach every subscriber before it.
 /// - No subscriber is called while a lock of the subject or of any subscriber is held, and
 ///   ``CallbackSubscription/cancel()`` waits for no callback, so a callback may send, complete, subscribe, or cancel
 ///   any subscription: its own, or one whose callback runs on another thread at the same time.
 /// - An iteration of ``values`` does not keep the subject alive: releasing the subject without a completion ends it
-///   as finished. A subscriber of ``subscribe(on:receiveValue:receiveCompletion:)`` is not called then.
+///   as finished. A subscriber of ``subscribe(on:receiveValue:receiveCompletion:)-(CallbackQueue,_,_)`` is not called then.
 public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     struct State: Sendable {
@@ -134,7 +134,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         )
     }
 
-    /// Adds a subscriber, as ``subscribe(on:receiveValue:receiveCompletion:)`` does.
+    /// Adds a subscriber, as ``subscribe(on:receiveValue:receiveCompletion:)-(CallbackQueue,_,_)`` does.
     ///
     /// - Parameters:
     ///   - queue: Where the callbacks run.
