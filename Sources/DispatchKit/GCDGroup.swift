@@ -9,7 +9,7 @@ import Synchronization
 /// let group = GCDGroup(queue: .utility)
 /// group <<< { download("a") } <<< { download("b") }
 /// group.notify { print("both done") }
-/// await group.wait()
+/// await group.waitForAll()
 /// // Prints "both done"
 /// ```
 public final class GCDGroup: Sendable {
@@ -118,15 +118,20 @@ public final class GCDGroup: Sendable {
 
     /// Blocks the calling thread until everything in the group has finished.
     ///
-    /// From inside a Swift concurrency task, use `await wait()`, which suspends instead. In debug builds, a call from
-    /// inside a task is reported once per call site (see `LockOrderChecking`).
+    /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
+    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`).
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
+    @available(
+        *,
+        noasync,
+        message: "GCDGroup.wait() blocks the calling thread; in async code use `await group.waitForAll()`"
+    )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
         BlockingCallCheck.warnIfInsideTask(
             api: "GCDGroup.wait()",
-            alternative: "await group.wait()",
+            alternative: "await group.waitForAll()",
             file: file,
             line: line
         )
@@ -135,17 +140,23 @@ public final class GCDGroup: Sendable {
 
     /// Blocks the calling thread until everything in the group has finished, or until `timeout`.
     ///
-    /// In debug builds, a call from inside a Swift concurrency task is reported once per call site.
+    /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
+    /// inside a Swift concurrency task (through a synchronous function) is reported once per call site.
     /// - Parameters:
     ///   - timeout: The latest time to give up.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
+    @available(
+        *,
+        noasync,
+        message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
+    )
     public func wait(timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         if timeout != .now() {
             BlockingCallCheck.warnIfInsideTask(
                 api: "GCDGroup.wait(timeout:)",
-                alternative: "await group.wait()",
+                alternative: "await group.waitForAll()",
                 file: file,
                 line: line
             )
@@ -154,9 +165,21 @@ public final class GCDGroup: Sendable {
     }
 
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.
-    public func wait() async {
+    ///
+    /// The name has no blocking overload, so it suspends wherever it is written, also in the top-level code of a
+    /// `main.swift`, where `await group.wait()` picks the blocking ``wait(file:line:)`` and does not compile.
+    public func waitForAll() async {
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
             self.dispatchGroup.notify(queue: .global()) { continuation.resume() }
         }
+    }
+
+    /// Suspends the calling task until everything in the group has finished: the same as ``waitForAll()``.
+    ///
+    /// In an `async` function this is the overload `await group.wait()` calls. In the top-level code of a `main.swift`
+    /// that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write
+    /// `await group.waitForAll()` there.
+    public func wait() async {
+        await self.waitForAll()
     }
 }

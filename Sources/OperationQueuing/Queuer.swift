@@ -10,7 +10,7 @@ import Foundation
 /// queuer.addOperation { download(first) }
 /// queuer.addChainedOperations(fetch, parse, store) { print("stored") }
 /// queuer.addCompletionHandler { print("everything above has finished") }
-/// await queuer.waitUntilAllOperationsAreFinished()
+/// await queuer.waitForAll()
 /// // Prints "stored"
 /// // Prints "everything above has finished"
 /// ```
@@ -267,15 +267,21 @@ public final class Queuer: Sendable {
 
     /// Blocks the calling thread until every operation has finished.
     ///
-    /// From inside a Swift concurrency task, `await` the async overload, which suspends instead. In debug builds, a call
-    /// from inside a task is reported once per call site (see `LockOrderChecking`).
+    /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
+    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`).
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
+    @available(
+        *,
+        noasync,
+        message:
+            "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()`"
+    )
     public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
         BlockingCallCheck.warnIfInsideTask(
             api: "Queuer.waitUntilAllOperationsAreFinished()",
-            alternative: "await queuer.waitUntilAllOperationsAreFinished() in an async function",
+            alternative: "await queuer.waitForAll()",
             file: file,
             line: line
         )
@@ -283,7 +289,11 @@ public final class Queuer: Sendable {
     }
 
     /// Suspends the calling task, without blocking a thread, until every operation added so far has finished.
-    public func waitUntilAllOperationsAreFinished() async {
+    ///
+    /// The name has no blocking overload, so it suspends wherever it is written, also in the top-level code of a
+    /// `main.swift`, where `await queuer.waitUntilAllOperationsAreFinished()` picks the blocking
+    /// ``waitUntilAllOperationsAreFinished(file:line:)`` and does not compile.
+    public func waitForAll() async {
         let operations = self.queue.operations
         guard !operations.isEmpty else { return }
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
@@ -291,6 +301,15 @@ public final class Queuer: Sendable {
             for operation in operations { finished.addDependency(operation) }
             Self.waiters.addOperation(finished)
         }
+    }
+
+    /// Suspends the calling task until every operation added so far has finished: the same as ``waitForAll()``.
+    ///
+    /// In an `async` function this is the overload `await queuer.waitUntilAllOperationsAreFinished()` calls. In the
+    /// top-level code of a `main.swift` that call picks the blocking ``waitUntilAllOperationsAreFinished(file:line:)``
+    /// instead, and does not compile: write `await queuer.waitForAll()` there.
+    public func waitUntilAllOperationsAreFinished() async {
+        await self.waitForAll()
     }
 
     /// Runs the operations that only wait for others — the gates of chains and completion handlers, and the

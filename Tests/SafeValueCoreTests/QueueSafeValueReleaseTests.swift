@@ -198,7 +198,9 @@ struct QueueSafeValueReleaseTests {
         let suspend = holder!.suspend
         holder = nil
         #expect(census.alive == 0)
-        #expect(wait.highestPriority.map { _ in 1 } == .failure(.valueContainerDeinited))
+        // Wait commands are unavailable from async code: issued from a synchronous closure. It fails at once.
+        let waitCommand = { wait.highestPriority.map { _ in 1 } }
+        #expect(waitCommand() == .failure(.valueContainerDeinited))
         let failed = await suspend.lowestPriority.map { _ in 1 }
         #expect(failed == .failure(.valueContainerDeinited))
         await confirmation { confirmed in

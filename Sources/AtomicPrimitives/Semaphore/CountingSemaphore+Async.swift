@@ -3,16 +3,30 @@ import Dispatch
 extension CountingSemaphore {
     /// Takes a resource, suspending the task — not blocking its thread — until one is free.
     ///
-    /// Blocked threads and suspended tasks wait in one line and get resources in the order they arrived.
+    /// Blocked threads and suspended tasks wait in one line and get resources in the order they arrived. The name has
+    /// no blocking overload, so it suspends wherever it is written, also in the top-level code of a `main.swift`, where
+    /// `try await semaphore.wait()` picks the blocking ``wait(file:line:)`` and does not compile.
     ///
     /// - Throws: `CancellationError` if the task is cancelled before it gets a resource; the call then holds no
     ///   resource, and no resource is lost. A task that is already cancelled throws at once. A resource granted before
     ///   the cancellation is kept, and the call returns normally: give it back with ``signal()``.
     @inlinable
-    public func wait() async throws {
+    public func acquire() async throws {
         // The common case, a free resource, is a plain call inlined into the caller: no async frame.
         if self.takeIfFreeForTask() { return }
         try await self.waitInLine()
+    }
+
+    /// Takes a resource, suspending the task until one is free: the same as ``acquire()``.
+    ///
+    /// In an `async` function this is the overload `try await semaphore.wait()` calls. In the top-level code of a
+    /// `main.swift` that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write
+    /// `try await semaphore.acquire()` there.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled before it gets a resource, as ``acquire()`` does.
+    @inlinable
+    public func wait() async throws {
+        try await self.acquire()
     }
 
     /// Takes a free resource for a task that is not cancelled; `false` if it must wait, or throw.
@@ -21,7 +35,7 @@ extension CountingSemaphore {
         !Task.isCancelled && self.takeIfFree()
     }
 
-    /// The rest of ``wait()-18n0z``: throws if the task is cancelled, waits in line otherwise.
+    /// The rest of ``acquire()``: throws if the task is cancelled, waits in line otherwise.
     @usableFromInline
     func waitInLine() async throws {
         if await self.take(timeout: nil) != .granted { throw CancellationError() }
@@ -55,7 +69,7 @@ extension CountingSemaphore {
         isolation: isolated (any Actor)? = #isolation,
         _ body: () async throws -> Result
     ) async throws -> Result {
-        try await self.wait()
+        try await self.acquire()
         defer { self.signal() }
         return try await body()
     }

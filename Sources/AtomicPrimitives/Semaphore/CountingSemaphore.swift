@@ -26,14 +26,16 @@ import Dispatch
 ///
 /// ### From async code
 ///
-/// Tasks wait without blocking a thread: ``wait()-18n0z`` suspends and throws `CancellationError` when its task is
+/// Tasks wait without blocking a thread: ``acquire()`` suspends and throws `CancellationError` when its task is
 /// cancelled, ``wait(timeout:)`` gives up after a `Duration`, and ``withPermit(isolation:_:)`` runs a body under a
 /// resource. Blocked threads and suspended tasks wait in one line, and each `signal()` hands its resource to the
 /// oldest waiter, whichever kind it is: nobody overtakes, and a cancellation or timeout racing a signal either
 /// leaves with the resource or leaves it to the next waiter, never loses or duplicates it.
 ///
-/// In an `async` function, `semaphore.wait()` means the suspending one. To block the thread there instead, which
-/// is rarely right, write `semaphore.wait(.distantFuture)`.
+/// The blocking calls, ``wait(file:line:)``, ``wait(_:file:line:)`` and ``perform(file:line:_:)``, are unavailable
+/// from async code: the compiler names the async form instead. Write `try await semaphore.acquire()` rather than
+/// `try await semaphore.wait()`: in an `async` function both suspend, but in the top-level code of a `main.swift`
+/// the second picks the blocking overload, and is an error.
 ///
 /// > Note: ``signal()`` and ``continue()`` return a value. In a closure whose last expression is such a call, and
 /// > whose type must be `() -> Void`, write `_ = semaphore.signal()`.
@@ -85,15 +87,21 @@ public final class CountingSemaphore {
 
     /// Takes a resource, waiting for as long as it takes for one to be free.
     ///
-    /// It blocks the calling thread: from inside a Swift concurrency task, use `await wait()`, which suspends instead.
-    /// In debug builds, a call from inside a task is reported once per call site (see ``LockOrderChecking``).
+    /// It blocks the calling thread, and is unavailable from async code: there, `try await acquire()` suspends
+    /// instead. In debug builds, a call from inside a task (through a synchronous function) is reported once per call
+    /// site (see ``LockOrderChecking``).
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
+    @available(
+        *,
+        noasync,
+        message: "CountingSemaphore.wait() blocks the calling thread; in async code use `try await semaphore.acquire()`"
+    )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
         BlockingCallCheck.warnIfInsideTask(
             api: "CountingSemaphore.wait()",
-            alternative: "await semaphore.wait()",
+            alternative: "try await semaphore.acquire()",
             file: file,
             line: line
         )
@@ -102,13 +110,20 @@ public final class CountingSemaphore {
 
     /// Takes a resource, waiting until `timeout` at the latest.
     ///
-    /// It blocks the calling thread: from inside a Swift concurrency task, use `await wait(timeout:)`, which suspends
-    /// instead. In debug builds, a call from inside a task is reported once per call site.
+    /// It blocks the calling thread, and is unavailable from async code: there, `await wait(timeout:)` with a
+    /// `Duration` suspends instead (`.zero` takes only a free resource, as `.now()` does here). In debug builds, a call
+    /// from inside a task (through a synchronous function) is reported once per call site.
     /// - Parameters:
     ///   - timeout: The latest time to give up; `.now()` only takes a resource that is free right away.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
+    @available(
+        *,
+        noasync,
+        message:
+            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)` with a Duration"
+    )
     public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
     {
         if timeout != .now() {
@@ -166,12 +181,20 @@ public final class CountingSemaphore {
 
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
     ///
+    /// It blocks the calling thread while it waits, and is unavailable from async code: there,
+    /// `try await withPermit { … }` suspends instead.
     /// - Parameters:
     ///   - file: The caller's file, for the report of a blocking call from inside a task (see ``wait(file:line:)``).
     ///   - line: The caller's line, for that report.
     ///   - body: Runs on the calling thread once a resource is taken.
     /// - Returns: What `body` returns.
     /// - Throws: What `body` throws.
+    @available(
+        *,
+        noasync,
+        message:
+            "CountingSemaphore.perform(_:) blocks the calling thread; in async code use `try await semaphore.withPermit { … }`"
+    )
     @discardableResult
     public func perform<Result, Failure: Error>(
         file: StaticString = #fileID,

@@ -6,10 +6,17 @@ import AtomicPrimitives
 extension CountingSemaphore {
     /// Runs `block` holding one of `semaphore`'s resources: the same as `semaphore.perform(block)`.
     ///
+    /// It blocks the calling thread while it waits, and is unavailable from async code.
     /// - Parameters:
     ///   - semaphore: The semaphore.
     ///   - block: The work.
     /// - Returns: What `block` returns.
+    @available(
+        *,
+        noasync,
+        message:
+            "semaphore <<< block blocks the calling thread; in async code use `try await semaphore.withPermit { … }`"
+    )
     @discardableResult
     public static func <<< <Result>(semaphore: CountingSemaphore, block: () throws -> Result) rethrows -> Result {
         try semaphore.perform(block)
@@ -17,7 +24,13 @@ extension CountingSemaphore {
 
     /// Takes a resource, waiting for one: the same as `semaphore.wait()`.
     ///
+    /// It blocks the calling thread, and is unavailable from async code.
     /// - Parameter semaphore: The semaphore.
+    @available(
+        *,
+        noasync,
+        message: "semaphore-- blocks the calling thread; in async code use `try await semaphore.acquire()`"
+    )
     public static postfix func -- (semaphore: CountingSemaphore) {
         semaphore.wait()
     }

@@ -13,7 +13,7 @@ import Foundation
 /// }
 /// upload.retryPolicy = .constant(.milliseconds(10))
 /// queuer.addOperation(upload)
-/// await queuer.waitUntilAllOperationsAreFinished()
+/// await queuer.waitForAll()
 /// print(upload.currentAttempt, upload.success, upload.error == nil)  // 2 true true
 /// ```
 ///

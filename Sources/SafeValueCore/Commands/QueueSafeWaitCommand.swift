@@ -1,7 +1,9 @@
 /// The commands of the `wait` schedule: each blocks the calling thread until it has run, and runs its closures there.
 ///
-/// In debug builds a `wait` command holds the value's turn as a lock in the lock-order graph, and one issued from
-/// inside a Swift concurrency task is reported once per call site: use the `suspend` schedule there. Each command
+/// The commands are unavailable from async code, where the compiler names the `suspend` command to use instead (the
+/// `async` schedule's, for the manual forms). In debug builds a `wait` command holds the value's turn as a lock in the
+/// lock-order graph, and one issued from inside a Swift concurrency task (through a synchronous function) is
+/// reported once per call site. Each command
 /// takes the caller's `file` and `line` for those reports (see `LockOrderChecking`).
 ///
 /// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
@@ -26,6 +28,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
     /// - Returns: A copy of the value, or why the command did not run.
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()`"
+    )
     @inlinable
     public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
         self.perform(file: file, line: line) { $0 }
@@ -39,6 +47,12 @@ public struct QueueSafeWaitCommand<Value> {
 
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()`"
+    )
     @inlinable
     public func get(
         completion: ((Result<Value, QueueSafeValueError>) -> Void)?,
@@ -63,6 +77,12 @@ public struct QueueSafeWaitCommand<Value> {
 
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.get(manualCompletion:)`"
+    )
     @inlinable
     public func get(
         manualCompletion: ((Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?,
@@ -85,6 +105,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run.
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set(newValue:)`"
+    )
     @discardableResult
     @inlinable
     public func set(
@@ -107,6 +133,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set { … }`"
+    )
     @discardableResult
     @inlinable
     public func set(
@@ -130,6 +162,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   - line: The caller's line, for those reports.
     /// - Returns: The updated value, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.set(manualCompletion:)`"
+    )
     @discardableResult
     @inlinable
     public func set(
@@ -152,6 +190,12 @@ public struct QueueSafeWaitCommand<Value> {
     ///   - line: The caller's line, for those reports.
     /// - Returns: What the transform returned, or why the command did not run (a `nil` closure gives
     ///   ``QueueSafeValueError/commandClosureDeallocated``).
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.map { … }`"
+    )
     @inlinable
     public func map<Transformed>(
         completion: ((Value) -> Transformed)?,
