@@ -5,9 +5,14 @@ import Dispatch
 ///
 /// On Linux, blocks sent to `DispatchQueue.main` run only while the program calls `dispatchMain()` or
 /// `RunLoop.main.run()`, or has an `async` entry point (top-level code that uses `await`). Otherwise they wait forever,
-/// silently. When a block sent through ConcurrencyKit — CallbackRouting's `mainAsync` and the hops of
-/// `mainCurrentOrAsync`, DispatchKit's `GCDQueue.main`, SafeValueCore's `async(performIn: .main)` — has not started
-/// after ``patience``, the doctor prints one warning to standard error that names the fix, and then keeps quiet.
+/// silently. They also wait while the code running on the main queue is blocked, whatever drains it: top-level code
+/// or a main-actor task that blocks in a synchronous wait lets no main-queue block run until the wait returns, and
+/// none ever, if the wait is for such a block. When a block sent through ConcurrencyKit — CallbackRouting's
+/// `mainAsync` and the hops of `mainCurrentOrAsync`, DispatchKit's `GCDQueue.main`, SafeValueCore's
+/// `async(performIn: .main)` — has not started after ``patience``, the doctor prints one warning to standard error
+/// that names the fix, and then keeps quiet. If the main queue is blocked in one of ConcurrencyKit's blocking calls at
+/// that moment — a semaphore's, a group's or a `Queuer`'s wait, a `wait` command, a `GCDQueue` `sync` — the warning
+/// names the call, its site and its async form.
 ///
 /// It watches at most one block at a time, and stops watching for good once it has seen the main queue drained: to
 /// see that, the first time it hears of a block sent to another queue, it sends main an empty block of its own. It
@@ -74,10 +79,62 @@ public enum MainQueueDoctor {
         }
     }
 
-    /// The warning, naming the wait and the fixes.
-    package static func warning(after patience: Duration) -> String {
-        "ConcurrencyKit: a block sent to the main queue has not started after \(patience): nothing drains the main "
-            + "queue. On Linux, end main.swift with dispatchMain() or RunLoop.main.run(), or give the program an "
-            + "async entry point (a top-level await). Set MainQueueDoctor.patience = nil to silence this warning."
+    /// Runs `wait`, the blocking part of the package's public call `api`, noting it for the warning while it blocks
+    /// the main queue.
+    ///
+    /// One relaxed atomic load when the doctor is off or has settled; otherwise also one queue-specific read of the
+    /// caller's queue, and, on the main queue, two notes around `wait`.
+    /// - Parameters:
+    ///   - api: The blocking call, as users write it: `"GCDGroup.wait()"`.
+    ///   - alternative: What to write instead in async code: `"await group.waitForAll()"`.
+    ///   - file: The caller's file.
+    ///   - line: The caller's line.
+    ///   - wait: The blocking part of the call.
+    /// - Returns: What `wait` returns.
+    @usableFromInline
+    package static func whileBlocking<Result>(
+        api: StaticString,
+        alternative: StaticString,
+        file: StaticString,
+        line: UInt,
+        _ wait: () -> Result
+    ) -> Result {
+        guard self.probe.mayReport, MainQueue.isCurrent else { return wait() }
+        let call = MainQueueProbe.BlockedCall(
+            api: api,
+            alternative: alternative,
+            file: file,
+            line: line,
+            isInsideTask: BlockingCallCheck.isInsideTask
+        )
+        let outer = self.probe.noteBlocked(in: call)
+        defer { self.probe.noteBlocked(in: outer) }
+        return wait()
+    }
+
+    /// The warning, naming the reason the block waits and the fixes: the blocking call of the package the main queue
+    /// is in, if it is in one.
+    package static func warning(after patience: Duration, blockedIn call: MainQueueProbe.BlockedCall?) -> String {
+        let silence = " Set MainQueueDoctor.patience = nil to silence this warning."
+        let stuck = "ConcurrencyKit: a block sent to the main queue has not started after \(patience): "
+        guard let call else {
+            return stuck
+                + "nothing drains the main queue, or the code running on it is blocked or busy. On Linux, the main "
+                + "queue runs blocks only while the program calls dispatchMain() or RunLoop.main.run(), or has an "
+                + "async entry point (a top-level await): end main.swift with one of them. A program that has one "
+                + "still runs no main-queue block while its top-level code or a main-actor task waits in a "
+                + "synchronous call (a semaphore's or a group's wait, a sync onto another queue) or computes: await "
+                + "an async form of the wait instead." + silence
+        }
+        let blocked =
+            "the main queue is blocked in \(call.api), called at \(call.file):\(call.line). No "
+            + "main-queue block runs until that call returns, and if it waits for one, it never returns."
+        let fix =
+            call.isInsideTask
+            ? " The call runs in async code: use \(call.alternative) instead, which suspends and lets the main queue "
+                + "run."
+            : " Make the caller async (a top-level await gives main.swift an async entry point) and use "
+                + "\(call.alternative) instead, which suspends and lets the main queue run."
+        return stuck + blocked + fix + silence
     }
 }

@@ -129,13 +129,12 @@ public final class GCDGroup: Sendable {
         message: "GCDGroup.wait() blocks the calling thread; in async code use `await group.waitForAll()`"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.warnIfInsideTask(
+        BlockingCallCheck.blocking(
             api: "GCDGroup.wait()",
             alternative: "await group.waitForAll()",
             file: file,
             line: line
-        )
-        self.dispatchGroup.wait()
+        ) { self.dispatchGroup.wait() }
     }
 
     /// Blocks the calling thread until everything in the group has finished, or until `timeout`.
@@ -153,15 +152,13 @@ public final class GCDGroup: Sendable {
         message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
     )
     public func wait(timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
-        if timeout != .now() {
-            BlockingCallCheck.warnIfInsideTask(
-                api: "GCDGroup.wait(timeout:)",
-                alternative: "await group.waitForAll()",
-                file: file,
-                line: line
-            )
-        }
-        return self.dispatchGroup.wait(timeout: timeout)
+        guard timeout != .now() else { return self.dispatchGroup.wait(timeout: timeout) }
+        return BlockingCallCheck.blocking(
+            api: "GCDGroup.wait(timeout:)",
+            alternative: "await group.waitForAll()",
+            file: file,
+            line: line
+        ) { self.dispatchGroup.wait(timeout: timeout) }
     }
 
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.

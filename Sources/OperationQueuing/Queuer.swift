@@ -279,13 +279,12 @@ public final class Queuer: Sendable {
             "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()`"
     )
     public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.warnIfInsideTask(
+        BlockingCallCheck.blocking(
             api: "Queuer.waitUntilAllOperationsAreFinished()",
             alternative: "await queuer.waitForAll()",
             file: file,
             line: line
-        )
-        self.queue.waitUntilAllOperationsAreFinished()
+        ) { self.queue.waitUntilAllOperationsAreFinished() }
     }
 
     /// Suspends the calling task, without blocking a thread, until every operation added so far has finished.

@@ -10,9 +10,12 @@ import Dispatch
 ///
 /// let cache = QueueSafeValue(value: [String: Data]())
 ///
-/// // wait: block this thread until the command has run.
-/// let count = cache.wait.lowestPriority.map { $0.count }
-/// print(count)  // success(0)
+/// // wait: block this thread until the command has run. Synchronous code only: the compiler refuses it in async
+/// // code, such as this file's top level, which uses `await` below.
+/// func countEntries() -> Result<Int, QueueSafeValueError> {
+///     cache.wait.lowestPriority.map { $0.count }
+/// }
+/// print(countEntries())  // success(0)
 ///
 /// // async(performIn:): return at once; closures and completion run on the queue.
 /// cache.async(performIn: .global()).highestPriority.set(accessClosure: { $0["key"] = data }) { result in

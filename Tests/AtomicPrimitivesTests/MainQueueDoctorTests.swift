@@ -42,8 +42,79 @@ struct MainQueueDoctorTests {
             checks.expect(message.contains("dispatchMain()"))
             checks.expect(message.contains("RunLoop.main.run()"))
             checks.expect(message.contains("top-level await"))
+            checks.expect(message.contains("blocked or busy"), "a program that drains main may block it")
             checks.expect(message.contains("MainQueueDoctor.patience = nil"))
         }
+    }
+
+    @Test(
+        "a target blocked in a noted call of the package is reported with the call, its site and its async form",
+        arguments: [false, true]
+    )
+    func blockedCallNamed(isInsideTask: Bool) async throws {
+        try await offPoolTest { checks in
+            let stuck = DispatchQueue(label: "test.doctor.blocked-call")
+            let (probe, reports, reported) = self.makeProbe(target: stuck)
+            let noted = DispatchSemaphore(value: 0)
+            let unblock = DispatchSemaphore(value: 0)
+            stuck.async {
+                let call = MainQueueProbe.BlockedCall(
+                    api: "GCDGroup.wait()",
+                    alternative: "await group.waitForAll()",
+                    file: "App/main.swift",
+                    line: 7,
+                    isInsideTask: isInsideTask
+                )
+                let outer = probe.noteBlocked(in: call)
+                noted.signal()
+                _ = unblock.wait(timeout: deadline())
+                probe.noteBlocked(in: outer)
+            }
+            defer {
+                unblock.signal()
+                stuck.sync {}
+            }
+            checks.expect(noted.wait(timeout: deadline()) == .success)
+            probe.noteSend()
+            checks.expect(reported.wait(timeout: deadline()) == .success)
+            let message = reports.value.first ?? ""
+            checks.expect(message.contains("the main queue is blocked in GCDGroup.wait(), called at App/main.swift:7"))
+            checks.expect(message.contains("use await group.waitForAll() instead"), "the async form is named")
+            checks.expect(
+                message.contains(isInsideTask ? "The call runs in async code" : "Make the caller async"),
+                "the advice fits where the call was made: \(message)"
+            )
+            checks.expect(!message.contains("dispatchMain()"), "the target is drained: no advice to drain it")
+            checks.expect(message.contains("MainQueueDoctor.patience = nil"))
+        }
+    }
+
+    @Test("a blocked call is noted until it returns; one made inside another hands the note back when it returns")
+    func blockedCallNotes() {
+        let (probe, _, _) = self.makeProbe(target: DispatchQueue(label: "test.doctor.notes"))
+        let outerCall = MainQueueProbe.BlockedCall(
+            api: "Outer.wait()",
+            alternative: "await outer.waitForAll()",
+            file: "App/main.swift",
+            line: 1,
+            isInsideTask: false
+        )
+        let innerCall = MainQueueProbe.BlockedCall(
+            api: "Inner.wait()",
+            alternative: "await inner.waitForAll()",
+            file: "App/main.swift",
+            line: 2,
+            isInsideTask: false
+        )
+        #expect(probe.blockedCall == nil)
+        let beforeOuter = probe.noteBlocked(in: outerCall)
+        let beforeInner = probe.noteBlocked(in: innerCall)
+        #expect(probe.blockedCall.map { "\($0.api)" } == "Inner.wait()")
+        probe.noteBlocked(in: beforeInner)
+        #expect(probe.blockedCall.map { "\($0.api)" } == "Outer.wait()")
+        probe.noteBlocked(in: beforeOuter)
+        #expect(probe.blockedCall == nil)
+        #expect(beforeOuter == nil)
     }
 
     @Test("a drained target settles the probe without a report")
@@ -58,6 +129,7 @@ struct MainQueueDoctorTests {
             checks.expect(reported.wait(timeout: .now() + .milliseconds(200)) == .timedOut)
             checks.expect(reports.value.isEmpty)
             checks.expect(probe.isWatching == false, "a settled probe no longer watches sends")
+            checks.expect(probe.mayReport == false, "nor notes blocking calls")
         }
     }
 
@@ -67,6 +139,7 @@ struct MainQueueDoctorTests {
         let (probe, reports, _) = self.makeProbe(target: target, patience: nil)
         probe.noteSend()
         #expect(probe.isWatching == false)
+        #expect(probe.mayReport == false, "off: blocking calls note nothing")
         #expect(probe.isSettled == false)
         #expect(reports.value.isEmpty)
     }
@@ -199,6 +272,7 @@ struct MainQueueDoctorTests {
         }
         let output = text(result?.standardErrorContent)
         #expect(output.components(separatedBy: "ConcurrencyKit: a block sent to the main queue").count == 2)
+        #expect(!output.contains("the main queue is blocked in"), "main waits in no call of ConcurrencyKit: \(output)")
     }
 
     #if !canImport(Darwin)

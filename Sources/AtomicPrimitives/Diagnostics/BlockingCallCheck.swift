@@ -1,8 +1,9 @@
 /// Warns when a blocking call is made from inside a Swift concurrency task, in debug builds.
 ///
 /// A task that blocks its thread holds one of the cooperative pool's few threads (two on a two-core machine): a few
-/// such calls can starve every task of the process. Blocking APIs of the package call
-/// ``warnIfInsideTask(api:alternative:file:line:)`` first; it reports once per call site, naming the async
+/// such calls can starve every task of the process. The blocking APIs of the package are unavailable from async code
+/// (`@available(*, noasync)`), but a synchronous function called from a task can still reach them. They call
+/// ``warnIfInsideTask(api:alternative:file:line:)`` first (most through ``blocking(api:alternative:file:line:_:)``); it reports once per call site, naming the async
 /// alternative, under the same switch as the lock-order checker (`LockOrderChecking.mode`,
 /// `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes the report, `trap` stops, `off` checks nothing.
 @usableFromInline
@@ -34,6 +35,28 @@ package enum BlockingCallCheck {
         guard LockOrderChecking.isOn, Self.isInsideTask else { return }
         Self.report(api: api, alternative: alternative, file: file, line: line)
         #endif
+    }
+
+    /// Runs `wait`, the blocking part of the public call `api`: reports the call first if it is made from inside a
+    /// task, as ``warnIfInsideTask(api:alternative:file:line:)`` does, and lets ``MainQueueDoctor`` name the call
+    /// while it blocks the main queue.
+    ///
+    /// - Parameters:
+    ///   - api: The blocking call, as users write it: `"GCDGroup.wait()"`.
+    ///   - alternative: What to write instead in async code: `"await group.waitForAll()"`.
+    ///   - file: The caller's file; pass the public entry point's own `#fileID` default through.
+    ///   - line: The caller's line.
+    ///   - wait: The blocking part of the call.
+    /// - Returns: What `wait` returns.
+    package static func blocking<Result>(
+        api: StaticString,
+        alternative: StaticString,
+        file: StaticString,
+        line: UInt,
+        _ wait: () -> Result
+    ) -> Result {
+        Self.warnIfInsideTask(api: api, alternative: alternative, file: file, line: line)
+        return MainQueueDoctor.whileBlocking(api: api, alternative: alternative, file: file, line: line, wait)
     }
 
     /// Whether the calling code runs inside a Swift concurrency task.

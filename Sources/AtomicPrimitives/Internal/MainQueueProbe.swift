@@ -8,10 +8,36 @@ import Synchronization
 /// once. The first send to another queue sends a marker too, without a timer. Once any marker has run, the target is
 /// known to be drained, and the probe stops watching for good: also in a program that sends nothing to the target.
 ///
+/// A blocking call of the package made on the target notes itself (``noteBlocked(in:)``) while it blocks, so that the
+/// report can name it: the usual reason why a program that drains the target still leaves the marker waiting.
+///
 /// Everything a send needs to know is in one word, `phase`: a send reads it with one relaxed atomic load, and does
 /// more only before the target has been seen drained while no watch runs. The lock of the patience is taken only
 /// where the patience is read or set, where a watch starts or ends, and where the first marker is sent.
 package final class MainQueueProbe: Sendable {
+    /// A blocking call of the package that the target's thread is in: the API, its async form, the caller's site.
+    package struct BlockedCall: Sendable {
+        /// The blocking call, as users write it: `"GCDGroup.wait()"`.
+        package let api: StaticString
+        /// What to write instead in async code: `"await group.waitForAll()"`.
+        package let alternative: StaticString
+        /// The caller's file.
+        package let file: StaticString
+        /// The caller's line.
+        package let line: UInt
+        /// Whether the caller runs inside a Swift concurrency task: async code that made the call through a
+        /// synchronous function, or a main-actor task.
+        package let isInsideTask: Bool
+
+        package init(api: StaticString, alternative: StaticString, file: StaticString, line: UInt, isInsideTask: Bool) {
+            self.api = api
+            self.alternative = alternative
+            self.file = file
+            self.line = line
+            self.isInsideTask = isInsideTask
+        }
+    }
+
     private enum Phase: Int {
         /// The patience is `nil`: sends start nothing.
         case off
@@ -32,6 +58,7 @@ package final class MainQueueProbe: Sendable {
     // `patienceStorage` is locked, so that they agree with the patience. A marker settles the probe with a lock-free
     // compare-and-exchange, from any phase but `reporting`.
     private let patienceStorage: AtomicBox<Duration?>
+    private let blockedCallStorage = AtomicBox<BlockedCall?>(nil, unobserved: ())
     private let target: @Sendable () -> DispatchQueue
     private let report: @Sendable (String) -> Void
 
@@ -75,6 +102,32 @@ package final class MainQueueProbe: Sendable {
     package var isWatching: Bool {
         let phase = self.phase.load(ordering: .relaxed)
         return phase == Phase.fresh.rawValue || phase == Phase.idle.rawValue
+    }
+
+    /// Whether a report may still be made: the probe is on and has not settled.
+    ///
+    /// One relaxed atomic load: the whole cost of a blocking call on the target when the answer is `false`.
+    package var mayReport: Bool {
+        let phase = self.phase.load(ordering: .relaxed)
+        return phase == Phase.fresh.rawValue || phase == Phase.idle.rawValue || phase == Phase.watching.rawValue
+    }
+
+    /// The blocking call of the package that the target's thread is in, if it is in one.
+    package var blockedCall: BlockedCall? {
+        self.blockedCallStorage.value
+    }
+
+    /// Notes that the target's thread is now in `call`, a blocking call of the package, or in none (`nil`).
+    ///
+    /// Called on the target, before the call blocks and after it returns; a call made inside another restores the
+    /// outer one when it returns.
+    /// - Returns: The call noted before, to restore when this one returns.
+    @discardableResult
+    package func noteBlocked(in call: BlockedCall?) -> BlockedCall? {
+        self.blockedCallStorage.mutate { noted in
+            defer { noted = call }
+            return noted
+        }
     }
 
     /// Whether a watch runs: its marker has not run, and its patience has not run out, or its report is being made.
@@ -141,7 +194,7 @@ package final class MainQueueProbe: Sendable {
             return true
         }
         guard stuck else { return }
-        self.report(MainQueueDoctor.warning(after: patience))
+        self.report(MainQueueDoctor.warning(after: patience, blockedIn: self.blockedCall))
         self.phase.store(Phase.settled.rawValue, ordering: .releasing)
     }
 

@@ -99,13 +99,12 @@ public final class CountingSemaphore {
         message: "CountingSemaphore.wait() blocks the calling thread; in async code use `try await semaphore.acquire()`"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.warnIfInsideTask(
+        BlockingCallCheck.blocking(
             api: "CountingSemaphore.wait()",
             alternative: "try await semaphore.acquire()",
             file: file,
             line: line
-        )
-        _ = self.wait(untilUptimeNanoseconds: .max)
+        ) { _ = self.wait(untilUptimeNanoseconds: .max) }
     }
 
     /// Takes a resource, waiting until `timeout` at the latest.
@@ -126,15 +125,15 @@ public final class CountingSemaphore {
     )
     public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
     {
-        if timeout != .now() {
-            BlockingCallCheck.warnIfInsideTask(
-                api: "CountingSemaphore.wait(_:)",
-                alternative: "await semaphore.wait(timeout:)",
-                file: file,
-                line: line
-            )
+        guard timeout != .now() else {
+            return self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
         }
-        return self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
+        return BlockingCallCheck.blocking(
+            api: "CountingSemaphore.wait(_:)",
+            alternative: "await semaphore.wait(timeout:)",
+            file: file,
+            line: line
+        ) { self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut }
     }
 
     /// Takes a resource as ``wait(file:line:)`` does, without the debug-build report of a call from inside a task: for
@@ -201,13 +200,12 @@ public final class CountingSemaphore {
         line: UInt = #line,
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        BlockingCallCheck.warnIfInsideTask(
+        BlockingCallCheck.blocking(
             api: "CountingSemaphore.perform(_:)",
             alternative: "try await semaphore.withPermit { … }",
             file: file,
             line: line
-        )
-        _ = self.wait(untilUptimeNanoseconds: .max)
+        ) { _ = self.wait(untilUptimeNanoseconds: .max) }
         defer { self.signal() }
         return try body()
     }

@@ -287,28 +287,30 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `work` on the queue and waits for it, as a barrier or not.
     ///
-    /// In debug builds, this is where a `sync` blocks: a call from inside a Swift concurrency task is reported, and a
-    /// serial queue or a barrier joins the lock-order graph as a lock held while `work` runs (on whichever thread runs
-    /// it: main's blocks run on the main thread).
+    /// This is where a `sync` blocks: the main-queue doctor can name it while it blocks the main queue. In debug
+    /// builds, a call from inside a Swift concurrency task is reported, and a serial queue or a barrier joins the
+    /// lock-order graph as a lock held while `work` runs (on whichever thread runs it: main's blocks run on the main
+    /// thread).
     private func dispatch(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
-        BlockingCallCheck.warnIfInsideTask(
+        BlockingCallCheck.blocking(
             api: "GCDQueue.sync(_:)",
             alternative: "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`",
             file: file,
             line: line
-        )
-        chaosPoint(.queue)
-        guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
-            return self.dispatchQueue.sync(execute: work)
+        ) {
+            chaosPoint(.queue)
+            guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
+                return self.dispatchQueue.sync(execute: work)
+            }
+            LockOrderChecker.willAcquire(lock, file: file, line: line)
+            let held = {
+                LockOrderChecker.didAcquire(lock, file: file, line: line)
+                defer { LockOrderChecker.didRelease(lock) }
+                work()
+            }
+            if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
+            self.dispatchQueue.sync(execute: held)
         }
-        LockOrderChecker.willAcquire(lock, file: file, line: line)
-        let held = {
-            LockOrderChecker.didAcquire(lock, file: file, line: line)
-            defer { LockOrderChecker.didRelease(lock) }
-            work()
-        }
-        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
-        self.dispatchQueue.sync(execute: held)
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,

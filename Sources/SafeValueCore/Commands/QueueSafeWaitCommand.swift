@@ -236,7 +236,7 @@ public struct QueueSafeWaitCommand<Value> {
         if let refusal = self.refusal { return .failure(refusal) }
         let engine = self.storage.engine
         self.willAcquire(file: file, line: line)
-        guard engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
+        guard self.acquire(file: file, line: line) else { return .failure(.valueContainerDeinited) }
         LockOrderChecker.didAcquire(self.storage.lockOrder, file: file, line: line)
         defer {
             LockOrderChecker.didRelease(self.storage.lockOrder)
@@ -245,16 +245,36 @@ public struct QueueSafeWaitCommand<Value> {
         return .success(self.storage.runClosure(body))
     }
 
+    /// How the report of a blocking call from inside a task, and the main-queue doctor's warning, name a `wait`
+    /// command.
+    @inlinable
+    static var blockingAPI: StaticString { "QueueSafeValue's wait schedule" }
+
+    /// What those reports advise instead, in async code.
+    @inlinable
+    static var asyncForm: StaticString { "the suspend schedule: await value.suspend.lowestPriority.get()" }
+
     /// The debug-build checks before a `wait` command blocks: a call from inside a task, and the lock order.
     @inlinable
     func willAcquire(file: StaticString, line: UInt) {
-        BlockingCallCheck.warnIfInsideTask(
-            api: "QueueSafeValue's wait schedule",
-            alternative: "the suspend schedule: await value.suspend.lowestPriority.get()",
-            file: file,
-            line: line
-        )
+        BlockingCallCheck.warnIfInsideTask(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line)
         LockOrderChecker.willAcquire(self.storage.lockOrder, file: file, line: line)
+    }
+
+    /// Takes the value's turn, blocking the calling thread until it is handed over if it is held.
+    ///
+    /// - Returns: `false` if the value was destroyed first (its holder is gone): the caller does not hold the turn.
+    @inlinable
+    func acquire(file: StaticString, line: UInt) -> Bool {
+        self.storage.engine.tryAcquire() || self.acquireInLine(file: file, line: line)
+    }
+
+    /// The turn is held: waits in line for it, noted for the main-queue doctor while it blocks the main queue.
+    @usableFromInline
+    func acquireInLine(file: StaticString, line: UInt) -> Bool {
+        MainQueueDoctor.whileBlocking(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line) {
+            self.storage.engine.acquireBlockingSlowly(self.priority)
+        }
     }
 
     @inlinable
@@ -278,7 +298,7 @@ public struct QueueSafeWaitCommand<Value> {
         if let refusal = self.refusal { return .failure(refusal) }
         let storage = self.storage
         self.willAcquire(file: file, line: line)
-        guard storage.engine.acquireBlocking(self.priority) else { return .failure(.valueContainerDeinited) }
+        guard self.acquire(file: file, line: line) else { return .failure(.valueContainerDeinited) }
         LockOrderChecker.didAcquire(storage.lockOrder, file: file, line: line)
         defer {
             LockOrderChecker.didRelease(storage.lockOrder)
@@ -288,7 +308,9 @@ public struct QueueSafeWaitCommand<Value> {
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
         latch.closureReturned()
-        ended.waitUnreported()
+        MainQueueDoctor.whileBlocking(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line) {
+            ended.waitUnreported()
+        }
         return .success(storage.current)
     }
 }

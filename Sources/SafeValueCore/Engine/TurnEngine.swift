@@ -169,14 +169,6 @@ final class TurnEngine: @unchecked Sendable {
         return claim
     }
 
-    /// Blocks the calling thread until it holds the turn.
-    ///
-    /// - Returns: `false` if the value was destroyed first (its holder is gone): the caller does not hold the turn.
-    @inlinable
-    func acquireBlocking(_ priority: CommandPriority) -> Bool {
-        self.tryAcquire() || self.acquireBlockingSlowly(priority)
-    }
-
     /// The turn is taken: queues at once, behind every pending command that comes before this one, and waits there
     /// for the turn to be handed over.
     ///
