@@ -9,7 +9,7 @@ ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit chaos soak tsan asan examples install-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
+.PHONY: all build test unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -19,8 +19,8 @@ build:
 
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
 ## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
-## packages, the README's install, the doc examples, the docs.
-test: lint build unit chaos tsan asan examples install-check snippets docs
+## packages, the README's install, top-level awaits that never block, the doc examples, the docs.
+test: lint build unit chaos tsan asan examples install-check noasync-check snippets docs
 
 unit:
 	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT)
@@ -55,6 +55,11 @@ examples:
 ## install-check: a fresh package that follows the README's install section resolves, builds and runs its first example.
 install-check:
 	scripts/install-check.sh
+
+## noasync-check: in a fresh main.swift, a top-level await on each async form suspends, and one on each blocking
+## twin is a compile error that names the async form, never a silent block.
+noasync-check:
+	python3 scripts/noasync-check.py
 
 ## snippets: compile and run every Swift example of the docs (README, Docs/, DocC articles, `///` comments) and
 ## check the output each one states.
