@@ -39,8 +39,8 @@ enum AsyncScene {
     /// A task waiting for a resource is cancelled: it throws, and the signal goes to the next waiter instead.
     private static func cancelAWaiter() async {
         let gate = CountingSemaphore()
-        let impatient = Task { try await gate.wait() }
-        let patient = Task { try await gate.wait() }
+        let impatient = Task { try await gate.acquire() }
+        let patient = Task { try await gate.acquire() }
         while gate.waiterCount < 2 { await Task.yield() }
         impatient.cancel()
         let outcome = await impatient.result
@@ -66,7 +66,7 @@ enum AsyncScene {
         fetch.maximumRetries = 5
         fetch.retryPolicy = .exponential(initial: .milliseconds(50), maximum: .seconds(1))
         queuer.addOperation(fetch)
-        await queuer.waitUntilAllOperationsAreFinished()
+        await queuer.waitForAll()
         let times = attempts.value.map { "\($0) ms" }.joined(separator: ", ")
         print("AsyncOperation + RetryPolicy: attempts at \(times); success: \(fetch.success)")
     }

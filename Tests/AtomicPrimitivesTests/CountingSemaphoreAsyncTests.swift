@@ -18,12 +18,18 @@ struct CountingSemaphoreAsyncTests {
         }
     }
 
-    @Test("an async wait takes a free resource at once, and the next one suspends until a signal")
-    func takesAndSuspends() async throws {
+    @Test(
+        "an async wait takes a free resource at once, and the next one suspends until a signal",
+        arguments: ["acquire()", "wait()"]
+    )
+    func takesAndSuspends(form: String) async throws {
         let semaphore = CountingSemaphore(.binary)
-        try await semaphore.wait()
+        let take: @Sendable () async throws -> Void = {
+            if form == "acquire()" { try await semaphore.acquire() } else { try await semaphore.wait() }
+        }
+        try await take()
         #expect(await self.freeResources(semaphore) == 0)
-        let waiter = Task { try await semaphore.wait() }
+        let waiter = Task { try await take() }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         #expect(semaphore.signal() == 1, "signal hands the resource to the suspended task")
         try await waiter.value

@@ -92,8 +92,10 @@ struct MainQueueDoctorBlockedCallsTests {
         }
     }
 
-    /// Runs `scene` in a child process: its call blocks the main queue while a block is sent to main; the child
-    /// exits once the doctor has spoken. Returns the child's standard error.
+    /// Runs scene `index` in a child process, and returns the child's standard error.
+    ///
+    /// The scene's call blocks the main queue while a block is sent to main; the child exits once the doctor has
+    /// spoken.
     private static func runScene(_ index: Int, inMainActorTask: Bool) async -> String {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) {
             [index, inMainActorTask] in

@@ -169,4 +169,22 @@ struct GCDTaskAndGroupTests {
         await group.wait()
         #expect(count.value == 10)
     }
+
+    @Test("await group.waitForAll() suspends until the group is done, and lets the main queue run meanwhile")
+    func waitForAll() async {
+        let group = GCDGroup(queue: GCDQueue(name: "test.wait.for.all"))
+        let count = AtomicBox(0)
+        for _ in 0..<10 { group <<< { count.mutate { $0 += 1 } } }
+        // The group ends only once a block on the main queue has run, and the wait is made on the main actor: a wait
+        // that blocked the main queue would never see that block run.
+        group.enter()
+        DispatchQueue.main.async { group.leave() }
+        await self.waitForAllOnMainActor(group)
+        #expect(count.value == 10)
+    }
+
+    @MainActor
+    private func waitForAllOnMainActor(_ group: GCDGroup) async {
+        await group.waitForAll()
+    }
 }

@@ -486,7 +486,7 @@ struct QueuerTests {
         }
     }
 
-    @Test("waitUntilAllOperationsAreFinished works synchronously and with await")
+    @Test("waitUntilAllOperationsAreFinished works synchronously and with await, and waitForAll with await")
     func waits() async {
         let queuer = Queuer(name: "test.wait", maxConcurrentOperationCount: 2)
         let count = AtomicBox(0)
@@ -494,8 +494,11 @@ struct QueuerTests {
         await queuer.waitUntilAllOperationsAreFinished()
         #expect(count.value == 20)
         for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
-        await offPool { blockUntilFinished(queuer) }
+        await queuer.waitForAll()
         #expect(count.value == 40)
+        for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
+        await offPool { blockUntilFinished(queuer) }
+        #expect(count.value == 60)
         // Foundation takes a finished operation off its queue just after it wakes the waiters.
         #expect(await suspendUntil { queuer.operationCount == 0 })
     }
