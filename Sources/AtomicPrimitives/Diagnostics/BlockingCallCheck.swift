@@ -3,9 +3,10 @@
 /// A task that blocks its thread holds one of the cooperative pool's few threads (two on a two-core machine): a few
 /// such calls can starve every task of the process. The blocking APIs of the package are unavailable from async code
 /// (`@available(*, noasync)`), but a synchronous function called from a task can still reach them. They call
-/// ``warnIfInsideTask(api:alternative:file:line:)`` first (most through ``blocking(api:alternative:file:line:_:)``); it reports once per call site, naming the async
-/// alternative, under the same switch as the lock-order checker (`LockOrderChecking.mode`,
-/// `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes the report, `trap` stops, `off` checks nothing.
+/// ``warnIfInsideTask(api:alternative:file:line:)`` first, most through ``blocking(api:alternative:file:line:_:)``;
+/// it reports once per call site, naming the async alternative, under the same switch as the lock-order checker
+/// (`LockOrderChecking.mode`, `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes the report, `trap` stops, `off` checks
+/// nothing.
 @usableFromInline
 package enum BlockingCallCheck {
     #if DEBUG

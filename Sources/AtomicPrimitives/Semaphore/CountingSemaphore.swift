@@ -125,15 +125,17 @@ public final class CountingSemaphore {
     )
     public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
     {
-        guard timeout != .now() else {
-            return self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut
+        let take = {
+            self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? DispatchTimeoutResult.success : .timedOut
         }
+        guard timeout != .now() else { return take() }
         return BlockingCallCheck.blocking(
             api: "CountingSemaphore.wait(_:)",
             alternative: "await semaphore.wait(timeout:)",
             file: file,
-            line: line
-        ) { self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? .success : .timedOut }
+            line: line,
+            take
+        )
     }
 
     /// Takes a resource as ``wait(file:line:)`` does, without the debug-build report of a call from inside a task: for

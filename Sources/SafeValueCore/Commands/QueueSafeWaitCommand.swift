@@ -3,8 +3,8 @@
 /// The commands are unavailable from async code, where the compiler names the `suspend` command to use instead (the
 /// `async` schedule's, for the manual forms). In debug builds a `wait` command holds the value's turn as a lock in the
 /// lock-order graph, and one issued from inside a Swift concurrency task (through a synchronous function) is
-/// reported once per call site. Each command
-/// takes the caller's `file` and `line` for those reports (see `LockOrderChecking`).
+/// reported once per call site. Each command takes the caller's `file` and `line` for those reports (see
+/// `LockOrderChecking`), and for the main-queue doctor's warning.
 ///
 /// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
 /// > same value would deadlock; it returns ``QueueSafeValueError/reentrantWait`` at once instead. Do not issue one
