@@ -27,7 +27,8 @@ import Foundation
 ///
 /// The body runs in a task of its own, with the priority that matches the operation's `qualityOfService`; the task
 /// starts on the operation's thread, and moves to the global concurrent pool at its first suspension.
-/// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end.
+/// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end; setting it to `false`
+/// traps.
 open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
         var task: Task<Void, Never>?
@@ -66,10 +67,17 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
 
     /// Always `true`, since an attempt ends when its body returns or throws.
     ///
-    /// Setting it does nothing.
+    /// - Precondition: A new value is `true`; `false` traps with a message naming the operation, since the body's
+    ///   end, not ``execute()``'s return, ends an attempt.
     override open var manualFinish: Bool {
         get { true }
-        set {}
+        set {
+            precondition(
+                newValue,
+                "AsyncOperation '\(self.name ?? "unnamed")': manualFinish is always true, since an attempt ends when "
+                    + "its body returns or throws; it cannot be set to false"
+            )
+        }
     }
 
     /// Runs one attempt: starts a task that runs the body, then ends the attempt with its outcome.
