@@ -33,7 +33,7 @@ struct CallbackSubjectValuesLifetimeTests {
         #expect(await late.next() == nil)
     }
 
-    @Test("a sequence made but not yet iterated does not keep its subject alive; its loop gets what was sent, then ends")
+    @Test("a sequence not yet iterated does not keep its subject alive; its loop gets what was sent, then ends")
     func unIteratedSequenceDoesNotKeepTheSubject() async {
         var subject: CallbackSubject<Int, Never>? = CallbackSubject()
         guard let values = subject?.values else {

@@ -243,7 +243,9 @@ public struct QueueSafeWaitCommand<Value> {
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
-        latch.closureReturned()
+        if latch.closureReturned() {
+            storage.watchCompletion(latch, schedule: "wait", file: file, line: line)
+        }
         ended.waitUnreported()
         return .success(storage.current)
     }
