@@ -23,7 +23,7 @@ import Dispatch
 /// print(ManualCompletionDoctor.patience == nil)   // true
 /// ```
 ///
-/// It is on in every build, on every platform, as ``MainQueueDoctor`` is on Linux: a forgotten `done` hangs a
+/// It is on in every build, on every platform, as `MainQueueDoctor` is on Linux: a forgotten `done` hangs a
 /// release build as surely as a debug one.
 public enum ManualCompletionDoctor {
     private static let patienceStorage = AtomicBox<Duration?>(.seconds(10))

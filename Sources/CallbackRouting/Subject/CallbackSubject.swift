@@ -47,7 +47,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     deinit {
         // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more. A sequence of
         // `values` holds only its subscription, so its loop would wait for ever; it ends as finished, after the values
-        // already in its mailbox, as `GCDTimer.ticks` ends with its timer.
+        // already in its mailbox.
         let state = self.state.value
         guard state.completion == nil else { return }
         let finishing = state.subscribers.filter(\.finishesWithSubject)

@@ -15,10 +15,11 @@ import Dispatch
 /// print(ticker.isRunning)  // false
 /// ```
 ///
-/// A new timer is paused: nothing fires until ``start()``. The first fire comes `interval` seconds after `start()`
-/// (or at the deadline); with a ``repeatInterval`` it then fires every `repeatInterval` seconds, without one it fires
-/// once and is then finished. ``start()`` and ``pause()`` are idempotent; ``stop()`` is final. Releasing a timer is
-/// safe in every state — a suspended `DispatchSourceTimer` is resumed before it is cancelled.
+/// A new timer is paused: nothing fires until ``start()``, or until a loop over ``ticks`` starts it. The first fire
+/// comes `interval` seconds after the start (or at the deadline); with a ``repeatInterval`` it then fires every
+/// `repeatInterval` seconds, without one it fires once and is then finished. ``start()`` and ``pause()`` are
+/// idempotent; ``stop()`` is final. Releasing a timer is safe in every state — a suspended `DispatchSourceTimer` is
+/// resumed before it is cancelled.
 public final class GCDTimer: @unchecked Sendable {
     private enum State {
         case new, running, paused, finished

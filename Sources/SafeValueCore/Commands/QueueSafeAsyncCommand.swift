@@ -161,9 +161,9 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
                 storage.engine.release()?.grant()
             }
             storage.runClosure { value in body(&value, latch.done) }
-            if latch.closureReturned() {
-                storage.watchCompletion(latch, schedule: "async(performIn:)", file: file, line: line)
-            }
+            // Noted before the closure's arrival, which may end the command and let the next one note its own.
+            if !latch.isDone { storage.watchCompletion(latch, schedule: "async(performIn:)", file: file, line: line) }
+            latch.closureReturned()
             return nil  // the latch hands the turn over
         }
         if !submitted { queue.async { failure(.valueContainerDeinited) } }

@@ -243,9 +243,9 @@ public struct QueueSafeWaitCommand<Value> {
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
-        if latch.closureReturned() {
-            storage.watchCompletion(latch, schedule: "wait", file: file, line: line)
-        }
+        // Noted before the closure's arrival, which may end the command and let the next one note its own.
+        if !latch.isDone { storage.watchCompletion(latch, schedule: "wait", file: file, line: line) }
+        latch.closureReturned()
         ended.waitUnreported()
         return .success(storage.current)
     }

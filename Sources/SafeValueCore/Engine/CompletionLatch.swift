@@ -28,28 +28,22 @@ final class CompletionLatch: @unchecked Sendable {
     }
 
     /// Whether `done` has been called.
+    @usableFromInline
     var isDone: Bool {
         self.doneCalled.load(ordering: .acquiring)
     }
 
     /// Records that the command's closure has returned.
-    ///
-    /// - Returns: Whether the command still waits for `done`: the closure returned without calling it.
     @usableFromInline
-    @discardableResult
-    func closureReturned() -> Bool {
-        !self.arrive()
+    func closureReturned() {
+        self.arrive()
     }
 
     /// Counts one arrival; the second runs `onComplete`.
-    ///
-    /// - Returns: Whether this arrival was the second.
-    @discardableResult
-    private func arrive() -> Bool {
-        guard self.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return false }
+    private func arrive() {
+        guard self.remaining.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 else { return }
         let onComplete = self.onComplete
         self.onComplete = nil
         onComplete?()
-        return true
     }
 }

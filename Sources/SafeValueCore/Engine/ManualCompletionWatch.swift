@@ -35,6 +35,9 @@ final class ManualCompletionWatch<Value>: Sendable {
 
     /// Notes a command whose closure returned without calling `done`: `latch` tells when `done` comes.
     ///
+    /// Call it before the closure's return is counted in the latch: that may end the command, and the next command
+    /// of the value must not be noted before this one.
+    ///
     /// - Parameters:
     ///   - latch: The command's latch.
     ///   - schedule: The schedule the command was issued on.
