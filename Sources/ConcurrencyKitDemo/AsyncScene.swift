@@ -86,21 +86,20 @@ enum AsyncScene {
     /// A subject's values and a timer's fires, each as an `AsyncSequence`.
     private static func loopOverValuesAndTicks() async {
         let prices = CallbackSubject<Double, Never>()
+        let quotes = prices.values  // subscribed here: the loop gets every price sent from now on
         let watcher = Task {
             var seen: [Double] = []
-            for await price in prices.values { seen.append(price) }
+            for await price in quotes { seen.append(price) }
             return seen
         }
-        while prices.subscriberCount == 0 { await Task.yield() }
         for price in [9.5, 10.25, 10.0] { prices.send(price) }
         prices.send(completion: .finished)
         print("CallbackSubject.values: \(await watcher.value), then the loop ended with the completion")
 
         let heartbeat = GCDTimer(interval: 0.01)
         heartbeat.repeatInterval = 0.01
-        heartbeat.start()
         var beats = 0
-        for await _ in heartbeat.ticks {
+        for await _ in heartbeat.ticks {  // starts the new timer
             beats += 1
             if beats == 3 { heartbeat.stop() }
         }

@@ -161,7 +161,7 @@ public final class Queuer: Sendable {
     /// - Parameter operation: The operation, not yet added to any queue.
     /// - Precondition: A ``ConcurrentOperation`` was not added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addOperation(_ operation: Operation) {
-        (operation as? ConcurrentOperation)?.claim(by: "Queuer.addOperation")
+        (operation as? ConcurrentOperation)?.claim(by: self.describe("addOperation"))
         self.queue.addOperation(operation)
     }
 
@@ -178,14 +178,15 @@ public final class Queuer: Sendable {
     ///   added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addChainedOperations(_ operations: [Operation], completionHandler: (@Sendable () -> Void)? = nil) {
         var positions: [ObjectIdentifier: Int] = [:]
+        let caller = self.describe("addChainedOperations")
         for (index, operation) in operations.enumerated() {
             if let first = positions.updateValue(index, forKey: ObjectIdentifier(operation)) {
                 preconditionFailure(
-                    "Queuer.addChainedOperations: the operation at index \(index) ('\(operation.name ?? "unnamed")') "
-                        + "is also at index \(first); a chain cannot run an operation twice"
+                    "\(caller): the operation at index \(index) ('\(operation.name ?? "unnamed")') is also at index "
+                        + "\(first); a chain cannot run an operation twice"
                 )
             }
-            (operation as? ConcurrentOperation)?.claim(by: "Queuer.addChainedOperations")
+            (operation as? ConcurrentOperation)?.claim(by: caller)
         }
         // A cancelled operation is ready at once, whatever it depends on, so a link cannot wait for its
         // predecessor alone. Gate k, on a private queue where nobody can cancel it, finishes once links 0...k have
@@ -315,6 +316,11 @@ public final class Queuer: Sendable {
     /// wake-ups of `await`ing callers — outside every queue's concurrency limit and pause, where no
     /// ``cancelAll()`` reaches them.
     private static let waiters = OperationQueue()
+
+    /// How a trap names this Queuer and the method called on it: `Queuer 'downloads' (addOperation)`.
+    private func describe(_ method: String) -> String {
+        "Queuer '\(self.queue.name ?? "unnamed")' (\(method))"
+    }
 
     private static func checkConcurrency(_ count: Int) {
         precondition(

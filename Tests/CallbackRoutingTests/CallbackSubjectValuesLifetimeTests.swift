@@ -32,4 +32,34 @@ struct CallbackSubjectValuesLifetimeTests {
         var late = values.makeAsyncIterator()
         #expect(await late.next() == nil)
     }
+
+    @Test("a sequence not yet iterated does not keep its subject alive; its loop gets what was sent, then ends")
+    func unIteratedSequenceDoesNotKeepTheSubject() async {
+        var subject: CallbackSubject<Int, Never>? = CallbackSubject()
+        guard let values = subject?.values else {
+            Issue.record("no subject")
+            return
+        }
+        subject?.send(1)
+        subject?.send(2)
+        weak let released = subject
+        subject = nil
+        #expect(released == nil, "the sequence keeps the subject alive")
+        var received: [Int] = []
+        for await value in values { received.append(value) }  // ends: the subject finished the subscription
+        #expect(received == [1, 2])
+    }
+
+    @Test("a never-iterated sequence, released, lets go of its subscription and of what the subscriber holds")
+    func releasedSequenceFreesItsSubscription() {
+        let subject = CallbackSubject<LifetimeProbe.Tracked, Never>()
+        let probe = LifetimeProbe()
+        do {
+            let values = subject.values
+            subject.send(probe.make())  // buffered for the loop
+            withExtendedLifetime(values) {}
+        }
+        #expect(subject.subscriberCount == 0)
+        #expect(probe.alive == 0, "the buffered value outlived the released sequence")
+    }
 }

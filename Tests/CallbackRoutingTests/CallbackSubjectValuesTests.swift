@@ -74,12 +74,70 @@ struct CallbackSubjectValuesTests {
         #expect(await suspendUntil { subject.subscriberCount == 0 })
     }
 
-    @Test("a sequence that is never iterated does not subscribe")
-    func lazySubscription() {
+    @Test("values sent after `values` returned, before the loop began, reach the loop")
+    func valuesSentBeforeTheLoopBegins() async {
+        let subject = CallbackSubject<Int, Never>()
+        subject.send(-1)  // before the sequence: nobody receives it
+        let values = subject.values
+        #expect(subject.subscriberCount == 1, "the sequence subscribed when it was made")
+        subject.send(1)
+        subject.send(2)
+        subject.send(completion: .finished)
+        var received: [Int] = []
+        for await value in values { received.append(value) }
+        #expect(received == [1, 2])
+    }
+
+    @Test("a later iteration of the same sequence subscribes when it starts; the first keeps what came before")
+    func laterIterationsSubscribeAnew() async {
         let subject = CallbackSubject<Int, Never>()
         let values = subject.values
-        _ = values
-        #expect(subject.subscriberCount == 0)
+        subject.send(1)
+        var first = values.makeAsyncIterator()
+        var second = values.makeAsyncIterator()
+        #expect(subject.subscriberCount == 2)
+        subject.send(2)
+        subject.send(completion: .finished)
+        var received: ([Int], [Int]) = ([], [])
+        while let value = await first.next() { received.0.append(value) }
+        while let value = await second.next() { received.1.append(value) }
+        #expect(received.0 == [1, 2])
+        #expect(received.1 == [2])
+    }
+
+    @Test("a sequence that is never iterated unsubscribes when its last copy is released")
+    func neverIteratedUnsubscribesOnRelease() {
+        let subject = CallbackSubject<Int, Never>()
+        var values: CallbackSubjectValues<Int, Never>? = subject.values
+        var copy = values
+        #expect(subject.subscriberCount == 1)
+        subject.send(1)
+        values = nil
+        #expect(subject.subscriberCount == 1, "a copy still holds the subscription")
+        copy = nil
+        #expect(subject.subscriberCount == 0, "the released sequence still holds its subscription")
+        subject.send(2)
+        _ = (values, copy)
+    }
+
+    @Test("buffering policies hold for the values sent before the loop began")
+    func bufferingPoliciesBeforeTheLoop() async {
+        let subject = CallbackSubject<Int, Never>()
+        let oldest = subject.values(bufferingPolicy: .bufferingOldest(2))
+        let newest = subject.values(bufferingPolicy: .bufferingNewest(2))
+        let nothing = subject.values(bufferingPolicy: .bufferingNewest(0))
+        let all = subject.values(bufferingPolicy: .unbounded)
+        for value in 1...5 { subject.send(value) }
+        subject.send(completion: .finished)
+        var received: ([Int], [Int], [Int], [Int]) = ([], [], [], [])
+        for await value in oldest { received.0.append(value) }
+        for await value in newest { received.1.append(value) }
+        for await value in nothing { received.2.append(value) }
+        for await value in all { received.3.append(value) }
+        #expect(received.0 == [1, 2])
+        #expect(received.1 == [4, 5])
+        #expect(received.2 == [])
+        #expect(received.3 == [1, 2, 3, 4, 5])
     }
 
     @Test("buffering policies keep the oldest or the newest values the loop has not taken")
@@ -180,23 +238,25 @@ struct CallbackSubjectValuesTests {
 private final class ThermometerModel {
     var readings: [Double] = []
 
-    func follow(_ subject: CallbackSubject<Double, Never>) async {
-        for await celsius in subject.values { self.readings.append(celsius) }
+    func follow(_ readings: CallbackSubjectValues<Double, Never>) async {
+        for await celsius in readings { self.readings.append(celsius) }
     }
 }
 
 @Suite("CallbackSubject.values isolation", .timeLimit(.minutes(1)))
 struct CallbackSubjectValuesIsolationTests {
-    @Test("a @MainActor loop over values compiles and receives the values")
+    @Test("a @MainActor loop over values compiles, and receives the values sent before its task began")
     @MainActor
     func mainActorLoop() async {
         let subject = CallbackSubject<Double, Never>()
         let model = ThermometerModel()
-        let follower = Task { await model.follow(subject) }
-        #expect(await suspendUntil { subject.subscriberCount == 1 })
+        let readings = subject.values
+        let follower = Task { await model.follow(readings) }
+        // The task cannot begin before this test suspends (both are on the main actor): the sequence keeps the values.
         subject.send(21.5)
+        subject.send(22.0)
         subject.send(completion: .finished)
         await follower.value
-        #expect(model.readings == [21.5])
+        #expect(model.readings == [21.5, 22.0])
     }
 }

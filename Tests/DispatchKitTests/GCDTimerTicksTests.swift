@@ -45,15 +45,73 @@ struct GCDTimerTicksTests {
         #expect(count == 0)
     }
 
-    @Test("releasing the timer ends the loop: the iteration does not keep the timer alive")
-    func releaseEnds() async {
-        var timer: GCDTimer? = GCDTimer(interval: 3600)
+    @Test("an iteration keeps its timer alive, and lets it go when it ends")
+    func iterationKeepsTheTimer() async {
+        var timer: GCDTimer? = GCDTimer(interval: 0.001)
+        timer?.repeatInterval = 0.001
         timer?.start()
-        var iterator = timer!.ticks.makeAsyncIterator()
-        weak let weakTimer = timer
+        var iterator: GCDTimerTicks.AsyncIterator? = timer?.ticks.makeAsyncIterator()
+        let weakTimer = WeakReference(timer!)
         timer = nil
-        #expect(weakTimer == nil)
-        #expect(await iterator.next() == nil)
+        #expect(weakTimer.isReleased == false, "the iteration does not keep the timer alive")
+        #expect(await iterator?.next() != nil)
+        #expect(await iterator?.next() != nil, "the timer still fires for the loop")
+        iterator = nil
+        #expect(await offPool { weakTimer.released(within: 5_000) }, "the ended iteration still keeps the timer")
+    }
+
+    @Test("a loop over the ticks of a timer nobody else keeps gets its fires")
+    func temporaryTimer() async {
+        var count = 0
+        for await _ in GCDTimer.scheduleWithInterval(0.001, repeating: 0.001, handler: {}).ticks {
+            count += 1
+            if count == 3 { break }
+        }
+        #expect(count == 3)
+    }
+
+    @Test("an iteration starts a timer that was never started, after registering: the loop gets the first fire")
+    func iterationStartsANewTimer() async {
+        let timer = GCDTimer(interval: 0)  // a one-shot that fires as soon as it starts
+        #expect(timer.isRunning == false)
+        var iterator = timer.ticks.makeAsyncIterator()
+        #expect(timer.isRunning, "the iteration did not start the new timer")
+        guard timer.isRunning else { return }  // the loop would wait for ever
+        #expect(await iterator.next() != nil, "the first fire is lost")
+        #expect(await iterator.next() == nil, "a one-shot's loop ends after its fire")
+    }
+
+    @Test("a repeating timer that was never started runs for its loop until stop()")
+    func loopStartsARepeatingTimer() async {
+        let timer = GCDTimer(interval: 0.001)
+        timer.repeatInterval = 0.001
+        let fired = CountingSemaphore()
+        timer.handler { fired.signal() }
+        let ticks = timer.ticks
+        #expect(timer.isRunning == false, "making the sequence starts nothing")
+        let reader = Task {
+            var count = 0
+            for await _ in ticks {
+                count += 1
+                if count == 3 { timer.stop() }
+            }
+            return count
+        }
+        let started = await fired.wait(timeout: .seconds(10))
+        #expect(started, "the loop waits for a timer that nobody starts")
+        if !started { reader.cancel() }
+        #expect(await reader.value == (started ? 3 : 0))
+    }
+
+    @Test("an iteration does not resume a paused timer")
+    func pausedStaysPaused() async {
+        let timer = GCDTimer(interval: 3600)
+        timer.start()
+        timer.pause()
+        let iterator = timer.ticks.makeAsyncIterator()
+        #expect(timer.isRunning == false)
+        timer.stop()
+        _ = iterator
     }
 
     @Test("cancelling the iterating task ends the loop; the timer keeps running for others")

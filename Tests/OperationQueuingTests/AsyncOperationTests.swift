@@ -217,6 +217,25 @@ struct AsyncOperationTests {
         #expect(stderr.contains("returns"))
     }
 
+    @Test("manualFinish = false on an async operation traps with a message naming it, the value and the rule")
+    func manualFinishFalseTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = AsyncOperation(name: "fetch") { _ in }
+            operation.manualFinish = false
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("AsyncOperation 'fetch': manualFinish is always true"))
+        #expect(stderr.contains("returns or throws"))
+        #expect(stderr.contains("cannot be set to false"))
+    }
+
+    @Test("manualFinish = true on an async operation is what it is already: no trap")
+    func manualFinishTrueIsAccepted() {
+        let operation = AsyncOperation(name: "fetch") { _ in }
+        operation.manualFinish = true
+        #expect(operation.manualFinish)
+    }
+
     @Test("an async operation releases itself and its body once it has finished")
     func releasedAfterwards() async {
         weak var weakOperation: AsyncOperation?

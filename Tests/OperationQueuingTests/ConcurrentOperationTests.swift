@@ -377,8 +377,7 @@ struct ConcurrentOperationRaceTests {
             Queuer(name: "test.chaindup").addChainedOperations(operation, operation)
         }
         let stderr = text(result?.standardErrorContent)
-        #expect(stderr.contains("addChainedOperations"))
-        #expect(stderr.contains("twice"))
+        #expect(stderr.contains("Queuer 'test.chaindup' (addChainedOperations): the operation at index 1 ('twice')"))
     }
 
     @Test("an operation added to a Queuer twice traps with a message naming it")
@@ -391,7 +390,30 @@ struct ConcurrentOperationRaceTests {
             queuer.addOperation(operation)
         }
         let stderr = text(result?.standardErrorContent)
-        #expect(stderr.contains("'again' was already added to Queuer.addOperation"))
+        #expect(
+            stderr.contains(
+                "Queuer 'test.addtwice' (addOperation): ConcurrentOperation 'again' was already added to Queuer "
+                    + "'test.addtwice' (addOperation); an operation runs once"
+            )
+        )
+    }
+
+    @Test("an operation added to a second Queuer traps with a message naming both Queuers and the operation")
+    func addedToTwoQueuers() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let downloads = Queuer(name: "downloads")
+            downloads.pause()
+            let operation = ConcurrentOperation(name: "fetch") { _ in }
+            downloads.addChainedOperations([operation])
+            Queuer(name: "uploads").addOperation(operation)
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(
+            stderr.contains(
+                "Queuer 'uploads' (addOperation): ConcurrentOperation 'fetch' was already added to Queuer 'downloads' "
+                    + "(addChainedOperations)"
+            )
+        )
     }
 
     @Test("RetryingOperations' UploadOperation example: a failed upload is retried, and the operation waits for it")

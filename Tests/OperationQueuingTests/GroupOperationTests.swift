@@ -46,7 +46,7 @@ struct GroupOperationTests {
         }
     }
 
-    @Test("a group makes exactly one attempt, whatever maximumRetries and manualRetry say")
+    @Test("a group makes exactly one attempt: a failed group is not retried")
     func oneAttempt() async throws {
         try await offPoolTest { checks in
             let queuer = Queuer(name: "test.group.oneattempt")
@@ -57,9 +57,6 @@ struct GroupOperationTests {
             }
             failing.maximumRetries = 1
             let group = GroupOperation([failing])
-            group.maximumRetries = 5
-            group.manualRetry = true
-            group.manualFinish = false
             checks.expect(group.maximumRetries == 1)
             checks.expect(group.manualRetry == false)
             checks.expect(group.manualFinish)
@@ -129,6 +126,47 @@ struct GroupOperationTests {
             _ = GroupOperation([operation])
         }
         let stderr = text(result?.standardErrorContent)
-        #expect(stderr.contains("'queued' was already added to Queuer.addOperation"))
+        #expect(stderr.contains("'queued' was already added to Queuer 'test.group.queued' (addOperation)"))
+    }
+
+    @Test(
+        "a setting a group cannot honour traps with a message naming the group, the value and the rule",
+        arguments: ["maximumRetries = 5", "manualRetry = true", "manualFinish = false"]
+    )
+    func settingsAGroupCannotHonourTrap(setting: String) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [setting] in
+            let group = GroupOperation([ConcurrentOperation { _ in }])
+            group.name = "thumbnails"
+            switch setting {
+            case "maximumRetries = 5": group.maximumRetries = 5
+            case "manualRetry = true": group.manualRetry = true
+            default: group.manualFinish = false
+            }
+        }
+        let stderr = text(result?.standardErrorContent)
+        switch setting {
+        case "maximumRetries = 5":
+            #expect(stderr.contains("GroupOperation 'thumbnails': maximumRetries is always 1"))
+            #expect(stderr.contains("one attempt"))
+            #expect(stderr.contains("cannot be set to 5"))
+        case "manualRetry = true":
+            #expect(stderr.contains("GroupOperation 'thumbnails': manualRetry is always false"))
+            #expect(stderr.contains("cannot be set to true"))
+        default:
+            #expect(stderr.contains("GroupOperation 'thumbnails': manualFinish is always true"))
+            #expect(stderr.contains("cannot be set to false"))
+        }
+    }
+
+    @Test("the values a group has already are accepted: maximumRetries 0 or 1, manualRetry false, manualFinish true")
+    func settingsAGroupHonours() {
+        let group = GroupOperation([ConcurrentOperation { _ in }])
+        group.maximumRetries = 1
+        group.maximumRetries = 0
+        group.manualRetry = false
+        group.manualFinish = true
+        #expect(group.maximumRetries == 1)
+        #expect(group.manualRetry == false)
+        #expect(group.manualFinish)
     }
 }

@@ -1,5 +1,5 @@
-/// One finding of ConcurrencyKit's debug checks: a lock-order cycle, two unordered peers nested, a blocking call in a
-/// task.
+/// One finding of ConcurrencyKit's checks: a lock-order cycle, two unordered peers nested, a blocking call in a task
+/// (debug builds), or a manual-completion command whose `done` is overdue (any build).
 package struct DiagnosticReport: Sendable {
     /// What was found.
     package enum Kind: Sendable, Equatable {
@@ -9,6 +9,8 @@ package struct DiagnosticReport: Sendable {
         case unorderedPeers
         /// A blocking call made from inside a Swift concurrency task.
         case blockingCallInTask
+        /// A manual-completion command whose closure returned long ago, and whose `done` has not been called.
+        case manualCompletionOverdue
     }
 
     /// What was found.
@@ -20,7 +22,21 @@ package struct DiagnosticReport: Sendable {
     /// The whole report, as written to standard error.
     package let message: String
 
-    /// The last line of every report: how to change what happens.
+    /// Creates a report.
+    ///
+    /// - Parameters:
+    ///   - kind: What was found.
+    ///   - resources: How the report names the resources involved.
+    ///   - sites: The source sites the report names.
+    ///   - message: The whole report, as written to standard error.
+    package init(kind: Kind, resources: [String], sites: [String], message: String) {
+        self.kind = kind
+        self.resources = resources
+        self.sites = sites
+        self.message = message
+    }
+
+    /// The last line of every debug-check report: how to change what happens.
     static let switchHint =
         "  (LockOrderChecking.mode or CONCURRENCYKIT_LOCK_ORDER=warn|trap|off decides what a report does.)"
 
@@ -36,5 +52,12 @@ package struct DiagnosticReport: Sendable {
             preconditionFailure("ConcurrencyKit stopped at the report above (LockOrderChecking.mode is trap).")
         }
         #endif
+    }
+
+    /// Hands the report to a test that captures it, or else writes it to standard error: a warning, in every build,
+    /// whatever `LockOrderChecking.mode` says; it never stops the process.
+    package func warn() {
+        if DiagnosticReports.claim(self) { return }
+        CLibrary.writeLineToStandardError(self.message)
     }
 }

@@ -25,8 +25,9 @@
 /// - No subscriber is called while a lock of the subject or of any subscriber is held, and
 ///   ``CallbackSubscription/cancel()`` waits for no callback, so a callback may send, complete, subscribe, or cancel
 ///   any subscription: its own, or one whose callback runs on another thread at the same time.
-/// - An iteration of ``values`` does not keep the subject alive: releasing the subject without a completion ends it
-///   as finished. A subscriber of ``subscribe(on:receiveValue:receiveCompletion:)-(CallbackQueue,_,_)`` is not called then.
+/// - A sequence of ``values``, and its iterations, do not keep the subject alive: releasing the subject without a
+///   completion ends them as finished. A subscriber of
+///   ``subscribe(on:receiveValue:receiveCompletion:)-(CallbackQueue,_,_)`` is not called then.
 public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     struct State: Sendable {
@@ -44,9 +45,9 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     public init() {}
 
     deinit {
-        // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more. An iteration of
-        // `values` holds only its subscription, so it would wait for ever; it ends as finished, after the values
-        // already in its mailbox, as `GCDTimer.ticks` ends with its timer.
+        // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more. A sequence of
+        // `values` holds only its subscription, so its loop would wait for ever; it ends as finished, after the values
+        // already in its mailbox.
         let state = self.state.value
         guard state.completion == nil else { return }
         let finishing = state.subscribers.filter(\.finishesWithSubject)
@@ -171,18 +172,20 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         }
     }
 
-    /// The values sent from the start of each iteration on, as an `AsyncSequence` that ends with the completion, or
-    /// as finished when the subject is released.
+    /// The values sent from now on, as an `AsyncSequence` that ends with the completion, or as finished when the
+    /// subject is released.
     ///
-    /// Values the loop has not taken yet are all kept. See ``CallbackSubjectValues``.
+    /// It subscribes before it returns, so a value sent after that reaches the loop, even one sent before the loop
+    /// starts: values the loop has not taken yet are all kept. See ``CallbackSubjectValues``.
     public var values: CallbackSubjectValues<Output, Failure> {
         CallbackSubjectValues(subject: self, bufferingPolicy: .unbounded)
     }
 
-    /// The values sent from the start of each iteration on, with values the loop has not taken yet kept as
-    /// `bufferingPolicy` says.
+    /// The values sent from now on, with values the loop has not taken yet kept as `bufferingPolicy` says.
     ///
-    /// - Parameter bufferingPolicy: What happens to values sent faster than the loop takes them.
+    /// It subscribes before it returns, so a value sent after that reaches the loop, even one sent before the loop
+    /// starts, unless the policy drops it.
+    /// - Parameter bufferingPolicy: What happens to values sent faster than the loop takes them, and before it starts.
     /// - Returns: An `AsyncSequence` of the values that ends with the completion, or when the subject is released; see
     ///   ``CallbackSubjectValues``.
     /// - Precondition: A buffer limit is 0 or more.

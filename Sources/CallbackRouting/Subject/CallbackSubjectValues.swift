@@ -5,24 +5,33 @@
 /// import CallbackRouting
 ///
 /// let temperatures = CallbackSubject<Double, Never>()
+/// let readings = temperatures.values  // subscribed from here on
 /// let reader = Task {
 ///     var seen: [Double] = []
-///     for await celsius in temperatures.values { seen.append(celsius) }
+///     for await celsius in readings { seen.append(celsius) }
 ///     return seen
 /// }
-/// while temperatures.subscriberCount == 0 { await Task.yield() }  // the loop has subscribed
-/// temperatures.send(21.5)
+/// temperatures.send(21.5)  // kept for the loop, even if it has not started yet
 /// temperatures.send(22.0)
 /// temperatures.send(completion: .finished)
 /// print(await reader.value)  // [21.5, 22.0]
 /// ```
 ///
-/// Each iteration subscribes when it starts (`makeAsyncIterator()`), on ``CallbackQueue/untouch``, and receives the
-/// values sent from then on, in send order. It ends when the subject completes; a `.failure` is thrown from the loop,
-/// typed: with `Failure == Never` the loop needs no `try`. The iteration does not keep the subject alive: when the
-/// subject is released without a completion, the loop ends as finished, after the values sent before. Leaving the
-/// loop, or cancelling the iterating task, cancels the subscription. Values the loop has not taken yet wait in a
-/// buffer, kept as the ``BufferingPolicy`` says.
+/// The sequence subscribes when it is made, on ``CallbackQueue/untouch``: when ``CallbackSubject/values`` (or
+/// ``CallbackSubject/values(bufferingPolicy:)``) returns. So no value sent after that is lost: until the loop takes
+/// them, values wait in a buffer, kept as the ``BufferingPolicy`` says, also before the loop has started. Make the
+/// sequence where listening must begin, and hand it to the task that loops, as above; `Task { for await x in
+/// subject.values { … } }` subscribes only when the task runs, and misses what is sent before.
+///
+/// The first iteration takes that subscription; each later iteration of the same sequence (a second `for await`, or
+/// two loops at once) subscribes anew when it starts, and receives the values sent from then on. An iteration ends
+/// when the subject completes; a `.failure` is thrown from the loop, typed: with `Failure == Never` the loop needs no
+/// `try`. Leaving the loop, or cancelling the iterating task, cancels the iteration's subscription.
+///
+/// Neither the sequence nor an iteration keeps the subject alive: when the subject is released without a completion,
+/// the loop ends as finished, after the values sent before. A sequence that is never iterated keeps its subscription,
+/// and buffers, until it and every copy of it are released; then it unsubscribes. So keep a sequence only while you
+/// mean to iterate it, or give it a bounded policy.
 public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequence, Sendable {
     /// What happens to values sent faster than the loop takes them, as with `AsyncStream`.
     public enum BufferingPolicy: Sendable, Hashable {
@@ -37,10 +46,23 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
     /// A value sent to the subject.
     public typealias Element = Output
 
-    /// Held weakly, as the loop's subscription holds it: a kept sequence does not keep the subject alive, and a loop
-    /// over the values of a released subject ends as finished.
+    private typealias Stream = AsyncThrowingStream<Output, any Error>
+
+    /// The subscription made with the sequence, until the first iteration takes it.
+    private final class FirstSubscription: Sendable {
+        let stream: AtomicBox<Stream?>
+
+        init(_ stream: Stream) {
+            self.stream = AtomicBox(stream)
+        }
+    }
+
+    /// Held weakly, as the subscriptions hold it: a kept sequence does not keep the subject alive, and a loop over the
+    /// values of a released subject ends as finished.
     private weak var subject: CallbackSubject<Output, Failure>?
     private let bufferingPolicy: BufferingPolicy
+    /// Released with the last copy of the sequence: a stream nobody took then ends, and cancels its subscription.
+    private let first: FirstSubscription
 
     init(subject: CallbackSubject<Output, Failure>, bufferingPolicy: BufferingPolicy) {
         if case .bufferingOldest(let limit) = bufferingPolicy {
@@ -51,18 +73,33 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
         }
         self.subject = subject
         self.bufferingPolicy = bufferingPolicy
+        self.first = FirstSubscription(Self.subscribe(to: subject, bufferingPolicy))
     }
 
-    /// Subscribes to the subject, and returns the iterator of the values sent from now on.
+    /// Returns the iterator of the first iteration, over the values sent since the sequence was made; a later
+    /// iteration subscribes now, and receives the values sent from now on.
     public func makeAsyncIterator() -> AsyncIterator {
-        let (stream, continuation) = AsyncThrowingStream.makeStream(
-            of: Output.self,
-            throwing: (any Error).self,
-            bufferingPolicy: self.bufferingPolicy.streamPolicy
-        )
-        guard let subject = self.subject else {
+        let taken = self.first.stream.mutate { stream -> Stream? in
+            defer { stream = nil }
+            return stream
+        }
+        let stream = taken ?? Self.subscribe(to: self.subject, self.bufferingPolicy)
+        return AsyncIterator(base: stream.makeAsyncIterator())
+    }
+
+    /// Subscribes a stream to `subject`: the stream gets its values and its completion, and ends at once if the
+    /// subject is gone.
+    ///
+    /// The stream keeps the subscription until it terminates: finished, failed, or cancelled (its task was
+    /// cancelled, or the stream and every iterator of it were released).
+    private static func subscribe(
+        to subject: CallbackSubject<Output, Failure>?,
+        _ bufferingPolicy: BufferingPolicy
+    ) -> Stream {
+        let (stream, continuation) = Stream.makeStream(bufferingPolicy: bufferingPolicy.streamPolicy)
+        guard let subject else {
             continuation.finish()
-            return AsyncIterator(base: stream.makeAsyncIterator())
+            return stream
         }
         let subscription = subject.subscribe(
             on: .untouch,
@@ -75,9 +112,8 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
                 }
             }
         )
-        // The stream keeps the subscription until it terminates: finished, failed, left or cancelled.
         continuation.onTermination = { _ in subscription.cancel() }
-        return AsyncIterator(base: stream.makeAsyncIterator())
+        return stream
     }
 
     /// Takes the values of one iteration, one at a time.

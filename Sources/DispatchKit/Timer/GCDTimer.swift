@@ -15,10 +15,11 @@ import Dispatch
 /// print(ticker.isRunning)  // false
 /// ```
 ///
-/// A new timer is paused: nothing fires until ``start()``. The first fire comes `interval` seconds after `start()`
-/// (or at the deadline); with a ``repeatInterval`` it then fires every `repeatInterval` seconds, without one it fires
-/// once and is then finished. ``start()`` and ``pause()`` are idempotent; ``stop()`` is final. Releasing a timer is
-/// safe in every state — a suspended `DispatchSourceTimer` is resumed before it is cancelled.
+/// A new timer is paused: nothing fires until ``start()``, or until a loop over ``ticks`` starts it. The first fire
+/// comes `interval` seconds after the start (or at the deadline); with a ``repeatInterval`` it then fires every
+/// `repeatInterval` seconds, without one it fires once and is then finished. ``start()`` and ``pause()`` are
+/// idempotent; ``stop()`` is final. Releasing a timer is safe in every state — a suspended `DispatchSourceTimer` is
+/// resumed before it is cancelled.
 public final class GCDTimer: @unchecked Sendable {
     private enum State {
         case new, running, paused, finished
@@ -194,9 +195,7 @@ public final class GCDTimer: @unchecked Sendable {
         self.lock.withLock {
             switch self.state {
             case .new:
-                self.schedule()
-                self.source.resume()
-                self.state = .running
+                self.startNew()
             case .paused:
                 self.source.resume()
                 self.state = .running
@@ -240,9 +239,8 @@ public final class GCDTimer: @unchecked Sendable {
     ///
     /// let timer = GCDTimer(interval: 0.01)
     /// timer.repeatInterval = 0.01
-    /// timer.start()
     /// var fires = 0
-    /// for await _ in timer.ticks {
+    /// for await _ in timer.ticks {  // starts the new timer
     ///     fires += 1
     ///     if fires == 3 { timer.stop() }  // ends the loop
     /// }
@@ -251,21 +249,32 @@ public final class GCDTimer: @unchecked Sendable {
     ///
     /// Each iteration receives the fires from its start on, besides the ``handler(_:)``, which still runs. A loop
     /// slower than the timer gets the latest fire time only, not a backlog. The loop ends after a one-shot timer's
-    /// fire, and at ``stop()`` or when the timer is released: from then on it gets no fire, not even one that came
-    /// before but was not taken yet. The iteration does not keep the timer alive. Leaving the loop, or cancelling its
-    /// task, ends the iteration.
+    /// fire, and at ``stop()``: from then on it gets no fire, not even one that came before but was not taken yet.
+    /// Leaving the loop, or cancelling its task, ends the iteration.
+    ///
+    /// An iteration keeps its timer alive, and lets it go when it ends: a loop over the ticks of a timer that nobody
+    /// else keeps (`for await _ in GCDTimer.scheduleWithInterval(…).ticks`) runs until it leaves, its task is
+    /// cancelled, or the timer finishes. So end a repeating timer's loop with ``stop()``, `break` or cancellation.
+    ///
+    /// An iteration of a new timer, one that was never started, starts it, once the iteration is registered: so the
+    /// loop receives the first fire, and a loop never waits for a timer nobody will start. Set ``repeatInterval``,
+    /// ``tolerance`` and the handlers before. A paused timer stays paused until ``start()``; the loop of a stopped or
+    /// finished timer ends at once.
     public var ticks: GCDTimerTicks {
         GCDTimerTicks(timer: self)
     }
 
-    /// Starts delivering fires to `listener`, or finishes it at once if the timer has finished.
+    /// Starts delivering fires to `listener`, and then starts the timer if it is new; or finishes the listener at once
+    /// if the timer has finished.
     ///
     /// - Returns: The registration number, for ``removeTickListener(_:)``; `nil` if the timer has finished.
     func addTickListener(_ listener: AsyncStream<DispatchTime>.Continuation) -> Int? {
+        chaosPoint(.timerState)
         let number = self.lock.withLock { () -> Int? in
             guard self.state != .finished else { return nil }
             self.lastTickListener += 1
             self.tickListeners[self.lastTickListener] = listener
+            if self.state == .new { self.startNew() }
             return self.lastTickListener
         }
         if number == nil { listener.finish() }
@@ -275,6 +284,13 @@ public final class GCDTimer: @unchecked Sendable {
     /// Stops delivering fires to the listener registered as `number`.
     func removeTickListener(_ number: Int) {
         self.lock.withLock { self.tickListeners[number] = nil }
+    }
+
+    /// Starts a new timer; call with the lock held.
+    private func startNew() {
+        self.schedule()
+        self.source.resume()
+        self.state = .running
     }
 
     /// Schedules the source, and decides whether this run repeats; call with the lock held.

@@ -30,7 +30,8 @@ import Foundation
 /// `@Sendable` and runs with the isolation it states, never its creator's by itself: from a `@MainActor` type,
 /// `AsyncOperation { @MainActor _ in self.count += 1 }` runs on the main actor and may touch the type's state. This is
 /// the package's isolation rule, in "Isolation" of the async guide (Docs/AsyncCode.md).
-/// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end.
+/// ``ConcurrentOperation/manualFinish`` is always `true`: the body's end is the attempt's end; setting it to `false`
+/// traps.
 open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
         var task: Task<Void, Never>?
@@ -70,10 +71,17 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
 
     /// Always `true`, since an attempt ends when its body returns or throws.
     ///
-    /// Setting it does nothing.
+    /// - Precondition: A new value is `true`; `false` traps with a message naming the operation, since the body's
+    ///   end, not ``execute()``'s return, ends an attempt.
     override open var manualFinish: Bool {
         get { true }
-        set {}
+        set {
+            precondition(
+                newValue,
+                "AsyncOperation '\(self.name ?? "unnamed")': manualFinish is always true, since an attempt ends when "
+                    + "its body returns or throws; it cannot be set to false"
+            )
+        }
     }
 
     /// Runs one attempt: starts a task that runs the body, then ends the attempt with its outcome.

@@ -74,7 +74,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
     ///
-    /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1 and setting it does nothing.
+    /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1, and setting it to more traps.
     /// - Precondition: The new value is 0 or more; a negative count traps with a message naming the operation and
     ///   the value.
     open var maximumRetries: Int {
@@ -96,7 +96,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// Whether a failed attempt waits for ``retry()`` instead of retrying at once.
     ///
-    /// Always `false` for a ``GroupOperation``, which makes one attempt.
+    /// Always `false` for a ``GroupOperation``, which makes one attempt: setting it to `true` there traps.
     open var manualRetry: Bool {
         get { self.state.mutate { !$0.machine.isGroup && $0.machine.manualRetry } }
         set { self.state.mutate { $0.machine.manualRetry = newValue } }
@@ -104,7 +104,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// Whether an attempt ends only when ``finish(success:)`` is called, rather than when ``execute()`` returns.
     ///
-    /// Read when an attempt starts. Always `true` for a ``GroupOperation``, which finishes when its operations have.
+    /// Read when an attempt starts. Always `true` for a ``GroupOperation``, which finishes when its operations have,
+    /// and for an ``AsyncOperation``, whose attempt ends with its body: setting it to `false` there traps.
     open var manualFinish: Bool {
         get { self.state.mutate { $0.machine.isGroup || $0.machine.manualFinish } }
         set { self.state.mutate { $0.machine.manualFinish = newValue } }
@@ -268,6 +269,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     }
 
     /// Records that the operation was handed to `owner`; traps if it was handed to something already.
+    ///
+    /// `owner` names the receiver as the trap message shows it: `Queuer 'downloads' (addOperation)`.
     ///
     /// An operation runs once, in one place: adding it twice would hang a chain, or crash Foundation on a worker
     /// thread far from the mistake.

@@ -15,7 +15,8 @@ import Foundation
 /// While its operations run, the group holds a place on its queue but no thread: it finishes from a block that
 /// depends on all of them. Its ``allOperationsSucceeded`` is its ``ConcurrentOperation/success``. A group makes exactly
 /// one attempt, since operations cannot run twice: its ``ConcurrentOperation/maximumRetries`` is always 1, its
-/// ``ConcurrentOperation/manualRetry`` always `false`, and setting them does nothing. Cancelling the group cancels its
+/// ``ConcurrentOperation/manualRetry`` always `false` and its ``ConcurrentOperation/manualFinish`` always `true`;
+/// setting another value traps with a message naming the group and the value. Cancelling the group cancels its
 /// operations.
 ///
 /// Each operation belongs to the group alone: one listed twice, or already added to a ``Queuer``, a chain or another
@@ -50,6 +51,49 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
         self.completionHandler = completionHandler
         super.init(name: "GroupOperation")
         self.makeGroup()
+    }
+
+    /// Always 1: a group makes exactly one attempt, since its operations cannot run twice.
+    ///
+    /// - Precondition: A new value is 0 or 1 (0 behaves as 1); any other traps with a message naming the group and
+    ///   the value.
+    override open var maximumRetries: Int {
+        get { super.maximumRetries }
+        set {
+            precondition(
+                newValue == 0 || newValue == 1,
+                "GroupOperation '\(self.name ?? "unnamed")': maximumRetries is always 1, since a group makes exactly "
+                    + "one attempt (its operations cannot run twice); it cannot be set to \(newValue)"
+            )
+        }
+    }
+
+    /// Always `false`: a group makes exactly one attempt, so there is nothing to retry.
+    ///
+    /// - Precondition: A new value is `false`; `true` traps with a message naming the group.
+    override open var manualRetry: Bool {
+        get { super.manualRetry }
+        set {
+            precondition(
+                !newValue,
+                "GroupOperation '\(self.name ?? "unnamed")': manualRetry is always false, since a group makes exactly "
+                    + "one attempt; it cannot be set to true"
+            )
+        }
+    }
+
+    /// Always `true`: a group finishes when its operations and its completion handler have.
+    ///
+    /// - Precondition: A new value is `true`; `false` traps with a message naming the group.
+    override open var manualFinish: Bool {
+        get { super.manualFinish }
+        set {
+            precondition(
+                newValue,
+                "GroupOperation '\(self.name ?? "unnamed")': manualFinish is always true, since a group finishes when "
+                    + "its operations have; it cannot be set to false"
+            )
+        }
     }
 
     /// Cancels the group and every operation in it.

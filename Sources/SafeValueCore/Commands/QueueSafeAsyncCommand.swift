@@ -35,14 +35,20 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
 
     /// Runs `manualCompletion` on the queue with the value, and holds the value until it calls `done`.
     ///
-    /// - Parameter manualCompletion: Runs on the queue; the command ends when `done` has been called and the
-    ///   closure has returned, whichever is later. `done` may be called from any thread. `nil` does nothing.
+    /// A `done` still not called long after the closure returned is reported by ``ManualCompletionDoctor``.
+    /// - Parameters:
+    ///   - manualCompletion: Runs on the queue; the command ends when `done` has been called and the closure has
+    ///     returned, whichever is later. `done` may be called from any thread. `nil` does nothing.
+    ///   - file: The caller's file, for ``ManualCompletionDoctor``'s warning.
+    ///   - line: The caller's line, for that warning.
     @inlinable
     public func get(
-        manualCompletion: (@Sendable (Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?
+        manualCompletion: (@Sendable (Result<Value, QueueSafeValueError>, @escaping CommandCompletionClosure) -> Void)?,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) {
         guard let manualCompletion else { return }
-        self.submitManually(completion: nil) { value, done in
+        self.submitManually(completion: nil, file: file, line: line) { value, done in
             manualCompletion(.success(value), done)
         } failure: { error in
             manualCompletion(.failure(error), {})
@@ -75,20 +81,27 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
 
     /// Changes the value in place, on the queue, and holds it until the closure calls `done`.
     ///
+    /// A `done` still not called long after the closure returned is reported by ``ManualCompletionDoctor``.
     /// - Parameters:
     ///   - manualCompletion: Runs on the queue with the value `inout` and `done`; the command ends when `done` has
     ///     been called and the closure has returned, whichever is later. `nil` fails with
     ///     ``QueueSafeValueError/commandClosureDeallocated``.
     ///   - completion: Runs on the queue after `done`, with the updated value.
+    ///   - file: The caller's file, for ``ManualCompletionDoctor``'s warning.
+    ///   - line: The caller's line, for that warning.
     @inlinable
     public func set(
         manualCompletion: (@Sendable (inout Value, @escaping CommandCompletionClosure) -> Void)?,
-        completion: AsyncCompletion? = nil
+        completion: AsyncCompletion? = nil,
+        file: StaticString = #fileID,
+        line: UInt = #line
     ) {
         guard let manualCompletion else {
             return self.fail(.commandClosureDeallocated, completion)
         }
-        self.submitManually(completion: completion, body: manualCompletion) { error in completion?(.failure(error)) }
+        self.submitManually(completion: completion, file: file, line: line, body: manualCompletion) { error in
+            completion?(.failure(error))
+        }
     }
 
     // MARK: Running
@@ -126,6 +139,8 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
     @inlinable
     func submitManually(
         completion: AsyncCompletion?,
+        file: StaticString,
+        line: UInt,
         body: @escaping @Sendable (inout Value, @escaping CommandCompletionClosure) -> Void,
         failure: @escaping @Sendable (QueueSafeValueError) -> Void
     ) {
@@ -146,6 +161,8 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
                 storage.engine.release()?.grant()
             }
             storage.runClosure { value in body(&value, latch.done) }
+            // Noted before the closure's arrival, which may end the command and let the next one note its own.
+            if !latch.isDone { storage.watchCompletion(latch, schedule: "async(performIn:)", file: file, line: line) }
             latch.closureReturned()
             return nil  // the latch hands the turn over
         }

@@ -307,6 +307,8 @@ public struct QueueSafeWaitCommand<Value> {
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
         storage.runClosure { value in body(&value, latch.done) }
+        // Noted before the closure's arrival, which may end the command and let the next one note its own.
+        if !latch.isDone { storage.watchCompletion(latch, schedule: "wait", file: file, line: line) }
         latch.closureReturned()
         MainQueueDoctor.whileBlocking(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line) {
             ended.waitUnreported()

@@ -1,3 +1,5 @@
+import Synchronization
+
 /// The value and its ``TurnEngine``: what command objects and pending commands refer to.
 ///
 /// Whoever holds the turn may read and write `value` without the lock: every hand-over writes the turn word with
@@ -55,6 +57,17 @@ final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
         let previous = self.engine.closureStarted()
         defer { self.engine.closureEnded(previous) }
         return body(&self.value!)
+    }
+
+    /// Made when a manual-completion command first returns from its closure before its `done`.
+    private let completionWatch = AtomicLazyReference<ManualCompletionWatch<Value>>()
+
+    /// Hands a manual-completion command whose closure returned without calling `done` to the value's
+    /// ``ManualCompletionWatch``, for ``ManualCompletionDoctor``.
+    @usableFromInline
+    func watchCompletion(_ latch: CompletionLatch, schedule: StaticString, file: StaticString, line: UInt) {
+        let watch = self.completionWatch.load() ?? self.completionWatch.storeIfNil(ManualCompletionWatch())
+        watch.watch(latch, schedule: schedule, file: file, line: line)
     }
 
     /// Records that the holder was released; destroys the value now if no command holds the turn.

@@ -18,17 +18,18 @@ public final class Dashboard {
     /// Creates an empty dashboard.
     public init() {}
 
-    /// Follows `sensor` until it completes, appending each reading.
-    public func follow(_ sensor: CallbackSubject<Double, Never>) async {
-        for await celsius in sensor.values { self.readings.append(celsius) }
+    /// Follows a sensor's readings until it completes, appending each one.
+    ///
+    /// - Parameter readings: The sensor's `values`, made by the caller where listening begins.
+    public func follow(_ readings: CallbackSubjectValues<Double, Never>) async {
+        for await celsius in readings { self.readings.append(celsius) }
     }
 
     /// Counts `count` ticks of a fast timer, then stops it.
     public func countTicks(_ count: Int) async {
         let timer = GCDTimer(interval: 0.001)
         timer.repeatInterval = 0.001
-        timer.start()
-        for await _ in timer.ticks {
+        for await _ in timer.ticks {  // starts the new timer
             self.ticks += 1
             if self.ticks == count { timer.stop() }
         }

@@ -23,8 +23,8 @@ struct DashboardTests {
     func dashboard() async throws {
         let dashboard = Dashboard()
         let sensor = CallbackSubject<Double, Never>()
-        let following = Task { await dashboard.follow(sensor) }
-        while sensor.subscriberCount == 0 { await Task.yield() }
+        let readings = sensor.values
+        let following = Task { await dashboard.follow(readings) }
         sensor.send(20.5)
         sensor.send(21.0)
         sensor.send(completion: .finished)
