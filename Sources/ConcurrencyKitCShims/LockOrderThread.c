@@ -80,8 +80,13 @@ const ck_lock_order_held *ck_lock_order_held_at(const ck_lock_order_thread *thre
     return &thread->held[index];
 }
 
+/// The slot of the order `from`, then `to`: both serial numbers are mixed into the top bits, so that serials a
+/// multiple of the cache's size apart (they are handed out in sequence) do not share a slot.
 static inline ck_edge *ck_slot(const ck_lock_order_thread *thread, uint64_t from, uint64_t to) {
-    return (ck_edge *)&thread->known[((from * 0x9E3779B97F4A7C15ull) ^ to) & (CK_CACHE_SLOTS - 1)];
+    uint64_t mixed = (from * 0x9E3779B97F4A7C15ull) ^ (to * 0xBF58476D1CE4E5B9ull);
+    mixed ^= mixed >> 29;
+    mixed *= 0x94D049BB133111EBull;
+    return (ck_edge *)&thread->known[mixed >> 56];
 }
 
 bool ck_lock_order_all_known(const ck_lock_order_thread *thread, uint64_t serial, const void *peers) {

@@ -293,14 +293,15 @@ struct PriorityOrderPropertyTests {
                 // is issued within microseconds of that moment.
                 let earlierIsWaiting = Atomic<Bool>(false)
                 let spins = Int.random(in: 0...400, using: &random)
-                value.observeWaitingCommands { isHighest in
+                // The observer is kept by the value, so it must not keep the hold, which keeps the value.
+                value.observeWaitingCommands { [weak hold] isHighest in
                     history.record("issued", isHighest ? 1 : 2, isHighest ? 1 : 0)
                     if isHighest {
                         earlierIsWaiting.store(true, ordering: .releasing)
                     } else {
                         // The later command has just begun to wait: free the value now, from its thread.
                         Self.work(spins)
-                        hold.release()
+                        hold?.release()
                     }
                 }
                 let ran = DispatchGroup()

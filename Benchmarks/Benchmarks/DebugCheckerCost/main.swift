@@ -34,9 +34,13 @@ func threadCPUNanoseconds() -> UInt64 {
     return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
 }
 
-/// Nanoseconds per lock/unlock pair over one round.
-func round(_ account: Account, mode: LockOrderChecking.Mode, pairs: Int) -> Double {
+/// Nanoseconds per lock/unlock pair over one round, with `account.outer` held if `nested`.
+///
+/// The outer lock is taken after the mode is set: switching the checker on forgets what the thread held before.
+func round(_ account: Account, mode: LockOrderChecking.Mode, nested: Bool, pairs: Int) -> Double {
     LockOrderChecking.mode = mode
+    if nested { account.outer.lock() }
+    defer { if nested { account.outer.unlock() } }
     let start = threadCPUNanoseconds()
     for _ in 0..<pairs { deposit(account) }
     return Double(threadCPUNanoseconds() - start) / Double(pairs)
@@ -53,14 +57,12 @@ let rounds = 15
 var worst = 0.0
 for nested in [false, true] {
     let account = Account()
-    if nested { account.outer.lock() }
     var off: [Double] = []
     var on: [Double] = []
     for _ in 0..<rounds {
-        off.append(round(account, mode: .off, pairs: pairs))
-        on.append(round(account, mode: .warn, pairs: pairs))
+        off.append(round(account, mode: .off, nested: nested, pairs: pairs))
+        on.append(round(account, mode: .warn, nested: nested, pairs: pairs))
     }
-    if nested { account.outer.unlock() }
     LockOrderChecking.mode = .off
     let added = median(zip(on, off).map { $0 - $1 })
     worst = max(worst, added)

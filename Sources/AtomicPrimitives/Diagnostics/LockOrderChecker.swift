@@ -63,7 +63,7 @@ package enum LockOrderChecker {
     /// Whether the calling thread holds `resource`, by the checker's records: `false` whenever the checker is off.
     package static func isHeld(_ resource: LockOrderIdentity) -> Bool {
         #if DEBUG
-        LockOrderThread.holds(resource.key.serial)
+        LockOrderChecking.isOn && LockOrderThread.holds(resource.key.serial)
         #else
         false
         #endif
