@@ -91,8 +91,8 @@ final class TurnEngine: @unchecked Sendable {
     private unowned(unsafe) var owner: (any ValueOwner)?
 
     #if DEBUG
-    /// Called when a blocking command begins to wait for the turn (``observeWaiting(_:)``).
-    private let waitObserver = Mutex<(@Sendable (Bool) -> Void)?>(nil)
+    /// Called when a blocking command begins to wait for the turn (``observeWaiting(_:)``); guarded by `lock`.
+    private var waitObserver: (@Sendable (Bool) -> Void)?
     #endif
 
     @usableFromInline
@@ -104,7 +104,7 @@ final class TurnEngine: @unchecked Sendable {
     /// property tests. Release builds ignore it.
     func observeWaiting(_ observer: @escaping @Sendable (Bool) -> Void) {
         #if DEBUG
-        self.waitObserver.withLock { $0 = observer }
+        self.lock.withLock { self.waitObserver = observer }
         #endif
     }
 
@@ -187,7 +187,7 @@ final class TurnEngine: @unchecked Sendable {
         case .mustQueue:
             #if DEBUG
             // The command is queued: from here on it waits, and is pending.
-            self.waitObserver.withLock { $0 }?(priority == .highest)
+            self.lock.withLock { self.waitObserver }?(priority == .highest)
             #endif
             thread.waitForGrant()
             self.tookTurnOver()
