@@ -10,6 +10,9 @@ ln -s "$root" "$work/ConcurrencyKit"
 mkdir -p "$work/App/Sources/App"
 dependency=$(grep -m1 '^    \.package(name: "ConcurrencyKit", path:' README.md) || {
     echo "install-check: README.md has no path dependency line"; exit 1; }
+# The README's target must be an executable target: a `main.swift` in a plain `.target` builds with a warning.
+grep -q '^    \.executableTarget(name: "App"' README.md || {
+    echo "install-check: README.md's install section does not declare App as an .executableTarget"; exit 1; }
 cat >"$work/App/Package.swift" <<MANIFEST
 // swift-tools-version: 6.2
 import PackageDescription

@@ -10,9 +10,10 @@ import Dispatch
 /// none ever, if the wait is for such a block. When a block sent through ConcurrencyKit — CallbackRouting's
 /// `mainAsync` and the hops of `mainCurrentOrAsync`, DispatchKit's `GCDQueue.main`, SafeValueCore's
 /// `async(performIn: .main)` — has not started after ``patience``, the doctor prints one warning to standard error
-/// that names the fix, and then keeps quiet. If the main queue is blocked in one of ConcurrencyKit's blocking calls at
-/// that moment — a semaphore's, a group's or a `Queuer`'s wait, a `wait` command, a `GCDQueue` `sync` — the warning
-/// names the call, its site and its async form.
+/// that names the fix, and then keeps quiet. If the main queue is blocked in one of ConcurrencyKit's blocking calls
+/// when the warning is due — a semaphore's, a group's or a `Queuer`'s wait, a `wait` command, a `GCDQueue` `sync` —
+/// the warning names the call, its site and its async form. That holds only until the doctor has settled (below): a
+/// program that has drained the main queue once and blocks it later gets no warning.
 ///
 /// It watches at most one block at a time, and stops watching for good once it has seen the main queue drained: to
 /// see that, the first time it hears of a block sent to another queue, it sends main an empty block of its own. It

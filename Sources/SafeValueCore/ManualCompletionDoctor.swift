@@ -31,7 +31,9 @@ public enum ManualCompletionDoctor {
     /// How long after its closure returned a manual-completion command may still wait for `done` before the warning;
     /// `nil` switches the doctor off.
     ///
-    /// Ten seconds unless you say otherwise. A new value applies to commands whose closure returns afterwards.
+    /// Ten seconds unless you say otherwise. A new value applies to commands whose closure returns afterwards; a check
+    /// that is already set keeps its time, so lowering the patience can make the next warning come later than the new
+    /// patience. The warning states how long the command really waited.
     /// - Precondition: A new value is `nil` or more than zero.
     public static var patience: Duration? {
         get { self.patienceStorage.value }

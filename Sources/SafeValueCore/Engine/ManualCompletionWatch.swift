@@ -74,20 +74,24 @@ final class ManualCompletionWatch<Value>: Sendable {
             guard DispatchTime.now() >= due else { return .setTimer(due) }
             state.pending = nil
             state.isTimerSet = false
-            return .report(pending, patience)
+            // The time it really waited: more than the patience if the patience was lowered while a check was set.
+            return .report(
+                pending,
+                .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds - pending.since.uptimeNanoseconds))
+            )
         }
         switch next {
         case .rest:
             break
         case .setTimer(let deadline):
             self.setTimer(at: deadline)
-        case .report(let pending, let patience):
+        case .report(let pending, let waited):
             ManualCompletionDoctor.report(
                 value: Value.self,
                 schedule: pending.schedule,
                 file: pending.file,
                 line: pending.line,
-                after: patience
+                after: waited
             )
         }
     }
