@@ -95,16 +95,7 @@ package enum LockOrderChecker {
         let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
         guard switches & 1 != 0 else { return }  // the checker's bit
         // A try-acquisition cannot block, so it adds no order: no check, only the record.
-        let thread = ck_lock_order_current(switches >> 2)
-        ck_lock_order_push(
-            thread,
-            key.serial,
-            key.node.toOpaque(),
-            key.peers,
-            file.utf8Start,
-            file.utf8CodeUnitCount,
-            line
-        )
+        LockOrderThread.push(key, file: file, line: line, on: ck_lock_order_current(switches >> 2))
     }
 
     /// ``LockCore``'s acquisition, before it blocks: checks the orders from the locks the thread holds and records

@@ -18,17 +18,21 @@ enum LockOrderThread {
         if !ck_lock_order_all_known(thread, key.serial, key.peers) {
             Self.checkOrders(thread, to: key, at: LockOrderSite(file: file, line: line))
         }
-        if push {
-            ck_lock_order_push(
-                thread,
-                key.serial,
-                key.node.toOpaque(),
-                key.peers,
-                file.utf8Start,
-                file.utf8CodeUnitCount,
-                line
-            )
-        }
+        if push { Self.push(key, file: file, line: line, on: thread) }
+    }
+
+    /// Records that the thread of `thread`'s records now holds `key`, taken at `file`:`line`.
+    @usableFromInline
+    static func push(_ key: LockOrderKey, file: StaticString, line: UInt, on thread: OpaquePointer) {
+        ck_lock_order_push(
+            thread,
+            key.serial,
+            key.node.toOpaque(),
+            key.peers,
+            file.utf8Start,
+            file.utf8CodeUnitCount,
+            line
+        )
     }
 
     /// Records that the calling thread no longer holds the lock with `serial`.
