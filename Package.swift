@@ -4,6 +4,7 @@
 // a short GCD vocabulary and callback routing, in five library modules over one shared base.
 //
 // The library depends on no package. Benchmarks live in the separate package under `Benchmarks/`.
+// `ConcurrencyKitTesting` is a product for tests (a clock that a test moves); the umbrella does not re-export it.
 
 import PackageDescription
 
@@ -17,7 +18,7 @@ let swiftSettings: [SwiftSetting] = [
 /// The four modules that stand on `AtomicPrimitives` and re-export it.
 let upperModules = ["SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
-/// The modules that have a test target, `Tests/<Module>Tests`.
+/// The modules that have a test target, `Tests/<Module>Tests`; each test target can use the test clock.
 let testedModules = ["AtomicPrimitives", "SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting"]
 
 let package = Package(
@@ -30,6 +31,7 @@ let package = Package(
         .library(name: "DispatchKit", targets: ["DispatchKit"]),
         .library(name: "CallbackRouting", targets: ["CallbackRouting"]),
         .library(name: "ConcurrencyKit", targets: ["ConcurrencyKit"]),
+        .library(name: "ConcurrencyKitTesting", targets: ["ConcurrencyKitTesting"]),
     ],
     targets: [
         // The lock-order checker's per-thread records, in C so that debug builds keep them cheap (see LockOrderThread).
@@ -40,6 +42,8 @@ let package = Package(
             dependencies: ["AtomicPrimitives"] + upperModules.map { .target(name: $0) },
             swiftSettings: swiftSettings
         ),
+        // It stands on AtomicPrimitives for its lock: ThreadSanitizer on Linux does not see `Synchronization.Mutex`.
+        .target(name: "ConcurrencyKitTesting", dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings),
         .executableTarget(
             name: "ConcurrencyKitDemo",
             dependencies: ["ConcurrencyKit"],
@@ -61,12 +65,17 @@ let package = Package(
             dependencies: ["ConcurrencyKit", "TestSupport"],
             swiftSettings: swiftSettings
         ),
+        .testTarget(
+            name: "ConcurrencyKitTestingTests",
+            dependencies: ["ConcurrencyKitTesting", "TestSupport"],
+            swiftSettings: swiftSettings
+        ),
     ]
         + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
         + testedModules.map {
             .testTarget(
                 name: "\($0)Tests",
-                dependencies: [.target(name: $0), "TestSupport"],
+                dependencies: [.target(name: $0), "ConcurrencyKitTesting", "TestSupport"],
                 swiftSettings: swiftSettings
             )
         }

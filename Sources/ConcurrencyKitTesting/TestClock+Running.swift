@@ -1,0 +1,212 @@
+import AtomicPrimitives
+
+extension TestClock {
+    /// Suspends until at least `count` sleepers wait on the clock.
+    ///
+    /// The sound way to know that the code under test has reached its sleep: a task counts as a sleeper only once it
+    /// is suspended in ``sleep(until:tolerance:)``. Move the time after this returns, and the move cannot come
+    /// too early.
+    ///
+    /// ```swift
+    /// import ConcurrencyKitTesting
+    ///
+    /// let clock = TestClock()
+    /// for seconds in [3, 1, 2] {
+    ///     Task {
+    ///         try await clock.sleep(for: .seconds(seconds))
+    ///         print("woke after \(seconds) s")
+    ///     }
+    /// }
+    /// try await clock.waitForSleepers(3)
+    /// print(clock.deadlines)  // [1.0 seconds, 2.0 seconds, 3.0 seconds]
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - count: How many sleepers to wait for; 0 or more.
+    ///   - timeout: How long to wait at most, in real time.
+    /// - Throws: ``TestClockError`` with ``TestClockError/Reason/sleepersMissing(expected:)`` if fewer than `count`
+    ///   sleep when the time is up; `CancellationError` if the task is cancelled.
+    public func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async throws {
+        precondition(count >= 0, "TestClock.waitForSleepers(_:timeout:): the count must not be negative; got \(count)")
+        let limit = ContinuousClock.now.advanced(by: timeout)
+        var watchdog: Task<Void, Never>?
+        defer { watchdog?.cancel() }
+        while true {
+            try Task.checkCancellation()
+            let (sleepers, version) = self.state.mutate { ($0.sleepers.count, $0.version) }
+            if sleepers >= count { return }
+            if ContinuousClock.now >= limit { throw self.error(.sleepersMissing(expected: count), timeout) }
+            watchdog = watchdog ?? self.touch(at: limit)
+            await self.changed(since: version)
+        }
+    }
+
+    /// Moves the time from deadline to deadline until no task sleeps on the clock.
+    ///
+    /// Each step waits until every task the clock has woken has come back out of its sleep, then moves the time to
+    /// the earliest deadline and wakes the sleepers due then. The clock is *idle* when no task sleeps on it and none
+    /// that it woke is still on its way back; `run()` returns then. What it cannot see — a task that computes
+    /// between two sleeps, or waits for a signal — is in <doc:TestingTimeDependentCode>: code that does something
+    /// between a wake and its next sleep is better run with ``run(timeout:_:)``, which waits for it.
+    ///
+    /// ```swift
+    /// import ConcurrencyKitTesting
+    ///
+    /// let clock = TestClock()
+    /// let sleeper = Task {
+    ///     try await clock.sleep(for: .seconds(3_600))
+    ///     print("an hour later")
+    /// }
+    /// try await clock.waitForSleepers(1)
+    /// try await clock.run()
+    /// try await sleeper.value
+    /// print(clock.now)  // 3600.0 seconds
+    /// ```
+    ///
+    /// - Parameter timeout: How long `run()` may take at most, in real time.
+    /// - Throws: ``TestClockError`` if the clock is not idle when the time is up:
+    ///   ``TestClockError/Reason/neverIdle`` if something sleeps again after every wake,
+    ///   ``TestClockError/Reason/wakeNotResumed`` if a woken task cannot run. `CancellationError` if the task is
+    ///   cancelled.
+    public func run(timeout: Duration = .seconds(10)) async throws {
+        try await self.drive(until: { false }, operationPending: false, timeout: timeout)
+    }
+
+    /// Runs `operation` and moves the time for it, from deadline to deadline, until it returns.
+    ///
+    /// The way to await code that sleeps on the clock: awaiting it directly would hang, since nothing would move
+    /// the time. While `operation` runs, the clock steps as ``run()`` does, and when nothing sleeps it waits for the
+    /// operation to sleep again or to return, instead of stopping. It returns what the operation returns, as soon as
+    /// it does, even if other tasks still sleep on the clock.
+    ///
+    /// ```swift
+    /// import ConcurrencyKitTesting
+    ///
+    /// /// Tries `attempt` up to three times, one second apart.
+    /// func fetch(clock: some Clock<Duration>, attempt: () throws -> String) async throws -> String {
+    ///     for _ in 1..<3 {
+    ///         if let value = try? attempt() { return value }
+    ///         try await clock.sleep(for: .seconds(1))
+    ///     }
+    ///     return try attempt()
+    /// }
+    ///
+    /// struct Offline: Error {}
+    /// let clock = TestClock()
+    /// let value = try await clock.run {
+    ///     var failures = 2
+    ///     return try await fetch(clock: clock) {
+    ///         failures -= 1
+    ///         if failures >= 0 { throw Offline() }
+    ///         return "data"
+    ///     }
+    /// }
+    /// print(value, clock.now)  // data 2.0 seconds
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - timeout: How long the whole run may take at most, in real time.
+    ///   - operation: The code under test. It runs in a task of its own, which inherits the caller's priority and
+    ///     task-local values, on the actor its closure names (`{ @MainActor in … }`), or on none.
+    /// - Returns: What `operation` returns.
+    /// - Throws: What `operation` throws; ``TestClockError`` if it has not returned when the time is up
+    ///   (``TestClockError/Reason/nothingCanRun`` if nothing slept on the clock for that long); `CancellationError`
+    ///   if the task is cancelled. When it throws for either of the last two, it cancels the operation's task and
+    ///   does not wait for it.
+    public func run<Value: Sendable>(
+        timeout: Duration = .seconds(10),
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let returned = AtomicBox(false, name: "TestClock.run")
+        let task = Task {
+            defer {
+                returned.mutate { $0 = true }
+                self.touch()
+            }
+            return try await operation()
+        }
+        do {
+            try await self.drive(until: { returned.value }, operationPending: true, timeout: timeout)
+        } catch {
+            task.cancel()
+            throw error
+        }
+        return try await task.value
+    }
+
+    /// The loop behind ``run()`` and ``run(timeout:_:)``: wakes sleepers one deadline at a time, each time once no
+    /// wake is on its way back, until `isDone()`, or until idle when no operation is pending.
+    private func drive(until isDone: () -> Bool, operationPending: Bool, timeout: Duration) async throws {
+        enum Step {
+            case wait(since: UInt64)
+            case woke(TestClockState.Wakeups)
+            case idle
+        }
+        let limit = ContinuousClock.now.advanced(by: timeout)
+        var watchdog: Task<Void, Never>?
+        defer { watchdog?.cancel() }
+        while true {
+            try Task.checkCancellation()
+            // Read before `isDone()`: an operation that returns after that look changes the version after it.
+            let version = self.state.mutate { $0.version }
+            if isDone() { return }
+            if ContinuousClock.now >= limit { throw self.stuck(operationPending: operationPending, timeout) }
+            let step = self.state.mutate { state -> Step in
+                if state.wakesInFlight > 0 { return .wait(since: version) }
+                if let wakeups = state.advanceToEarliestDeadline() { return .woke(wakeups) }
+                return operationPending ? .wait(since: version) : .idle
+            }
+            switch step {
+            case .idle:
+                return
+            case .woke(let wakeups):
+                wakeups.resume()
+            case .wait(let version):
+                watchdog = watchdog ?? self.touch(at: limit)
+                await self.changed(since: version)
+            }
+        }
+    }
+
+    /// The report of a run that is out of time, named after what the clock sees now.
+    private func stuck(operationPending: Bool, _ timeout: Duration) -> TestClockError {
+        let (wakesInFlight, sleepers) = self.state.mutate { ($0.wakesInFlight, $0.sleepers.count) }
+        if wakesInFlight > 0 { return self.error(.wakeNotResumed, timeout) }
+        if sleepers == 0 && operationPending { return self.error(.nothingCanRun, timeout) }
+        return self.error(.neverIdle, timeout)
+    }
+
+    /// A ``TestClockError`` with the clock's time and sleepers as they are now.
+    private func error(_ reason: TestClockError.Reason, _ timeout: Duration) -> TestClockError {
+        let (now, deadlines) = self.state.mutate { ($0.now, $0.deadlines) }
+        return TestClockError(reason: reason, now: now, deadlines: deadlines, timeout: timeout)
+    }
+
+    /// Suspends until the state has changed since `version`, or the task is cancelled.
+    private func changed(since version: UInt64) async {
+        let id = self.state.mutate { $0.makeID() }
+        await withTaskCancellationHandler {
+            await withUnsafeContinuation { (continuation: UnsafeContinuation<Void, Never>) in
+                // A cancel that came before this found no watcher to take out: the flag is set before the handler
+                // runs.
+                let watching = self.state.mutate { !Task.isCancelled && $0.watch(id, since: version, continuation) }
+                if !watching { continuation.resume() }
+            }
+        } onCancel: {
+            self.state.mutate { $0.unwatch(id) }?.resume()
+        }
+    }
+
+    /// Counts a change, so that every caller of ``changed(since:)`` looks again.
+    private func touch() {
+        self.state.mutate { $0.changed() }.resume()
+    }
+
+    /// A task that counts a change at `limit` in real time, so that a waiting loop sees that its time is up.
+    private func touch(at limit: ContinuousClock.Instant) -> Task<Void, Never> {
+        Task { [weak self] in
+            do { try await Task.sleep(until: limit, clock: .continuous) } catch { return }
+            self?.touch()
+        }
+    }
+}
