@@ -36,7 +36,7 @@ extension TestClock {
             let (sleepers, version) = self.state.mutate { ($0.sleepers.count, $0.version) }
             if sleepers >= count { return }
             if ContinuousClock.now >= limit { throw self.error(.sleepersMissing(expected: count), timeout) }
-            watchdog = watchdog ?? self.touch(at: limit)
+            watchdog = watchdog ?? self.nudge(every: timeout)
             await self.changed(since: version)
         }
     }
@@ -63,11 +63,11 @@ extension TestClock {
     /// print(clock.now)  // 3600.0 seconds
     /// ```
     ///
-    /// - Parameter timeout: How long `run()` may take at most, in real time.
-    /// - Throws: ``TestClockError`` if the clock is not idle when the time is up:
-    ///   ``TestClockError/Reason/neverIdle`` if something sleeps again after every wake,
-    ///   ``TestClockError/Reason/wakeNotResumed`` if a woken task cannot run. `CancellationError` if the task is
-    ///   cancelled.
+    /// - Parameter timeout: How long, in real time, `run()` waits for a change on the clock, and how long it runs at
+    ///   most while things keep changing.
+    /// - Throws: ``TestClockError``: ``TestClockError/Reason/wakeNotResumed`` if a woken task has not come back out
+    ///   of its sleep for `timeout`; ``TestClockError/Reason/neverIdle`` if the clock is still busy after `timeout`,
+    ///   as it is when something sleeps again after every wake. `CancellationError` if the task is cancelled.
     public func run(timeout: Duration = .seconds(10)) async throws {
         try await self.drive(until: { false }, operationPending: false, timeout: timeout)
     }
@@ -105,14 +105,17 @@ extension TestClock {
     /// ```
     ///
     /// - Parameters:
-    ///   - timeout: How long the whole run may take at most, in real time.
+    ///   - timeout: How long, in real time, the run waits for a change on the clock or for the operation to return,
+    ///     and how long it runs at most while things keep changing.
     ///   - operation: The code under test. It runs in a task of its own, which inherits the caller's priority and
     ///     task-local values, on the actor its closure names (`{ @MainActor in … }`), or on none.
     /// - Returns: What `operation` returns.
-    /// - Throws: What `operation` throws; ``TestClockError`` if it has not returned when the time is up
-    ///   (``TestClockError/Reason/nothingCanRun`` if nothing slept on the clock for that long); `CancellationError`
-    ///   if the task is cancelled. When it throws for either of the last two, it cancels the operation's task and
-    ///   does not wait for it.
+    /// - Throws: What `operation` throws. ``TestClockError`` if the operation has not returned and
+    ///   ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed for `timeout`;
+    ///   ``TestClockError/Reason/wakeNotResumed``: a woken task did not come back out of its sleep for `timeout`;
+    ///   ``TestClockError/Reason/neverIdle``: the clock was still busy after `timeout`. `CancellationError` if the
+    ///   task is cancelled. When it throws for any of these, it cancels the operation's task and does not wait for
+    ///   it.
     public func run<Value: Sendable>(
         timeout: Duration = .seconds(10),
         _ operation: @escaping @Sendable () async throws -> Value
@@ -136,44 +139,46 @@ extension TestClock {
 
     /// The loop behind ``run()`` and ``run(timeout:_:)``: wakes sleepers one deadline at a time, each time once no
     /// wake is on its way back, until `isDone()`, or until idle when no operation is pending.
+    ///
+    /// It gives up when nothing has changed on the clock for `timeout` (stuck), or when something still changes
+    /// after `timeout` in all (never idle): so a run takes at most twice `timeout`.
     private func drive(until isDone: () -> Bool, operationPending: Bool, timeout: Duration) async throws {
         enum Step {
-            case wait(since: UInt64)
+            case wait
             case woke(TestClockState.Wakeups)
             case idle
         }
-        let limit = ContinuousClock.now.advanced(by: timeout)
-        var watchdog: Task<Void, Never>?
-        defer { watchdog?.cancel() }
+        let start = ContinuousClock.now
+        var seenVersion = self.state.mutate { $0.version }
+        var quietSince = start
+        // Wakes the loop while it waits, so that it sees the time pass.
+        let watchdog = self.nudge(every: max(timeout / 4, .milliseconds(1)))
+        defer { watchdog.cancel() }
         while true {
             try Task.checkCancellation()
             // Read before `isDone()`: an operation that returns after that look changes the version after it.
             let version = self.state.mutate { $0.version }
             if isDone() { return }
-            if ContinuousClock.now >= limit { throw self.stuck(operationPending: operationPending, timeout) }
+            let now = ContinuousClock.now
+            if version != seenVersion {
+                seenVersion = version
+                quietSince = now
+                if now - start >= timeout { throw self.error(.neverIdle, timeout) }
+            } else if now - quietSince >= timeout {
+                let wakesInFlight = self.state.mutate { $0.wakesInFlight }
+                throw self.error(wakesInFlight > 0 ? .wakeNotResumed : .nothingCanRun, timeout)
+            }
             let step = self.state.mutate { state -> Step in
-                if state.wakesInFlight > 0 { return .wait(since: version) }
+                if state.wakesInFlight > 0 { return .wait }
                 if let wakeups = state.advanceToEarliestDeadline() { return .woke(wakeups) }
-                return operationPending ? .wait(since: version) : .idle
+                return operationPending ? .wait : .idle
             }
             switch step {
-            case .idle:
-                return
-            case .woke(let wakeups):
-                wakeups.resume()
-            case .wait(let version):
-                watchdog = watchdog ?? self.touch(at: limit)
-                await self.changed(since: version)
+            case .idle: return
+            case .woke(let wakeups): wakeups.resume()
+            case .wait: await self.changed(since: version)
             }
         }
-    }
-
-    /// The report of a run that is out of time, named after what the clock sees now.
-    private func stuck(operationPending: Bool, _ timeout: Duration) -> TestClockError {
-        let (wakesInFlight, sleepers) = self.state.mutate { ($0.wakesInFlight, $0.sleepers.count) }
-        if wakesInFlight > 0 { return self.error(.wakeNotResumed, timeout) }
-        if sleepers == 0 && operationPending { return self.error(.nothingCanRun, timeout) }
-        return self.error(.neverIdle, timeout)
     }
 
     /// A ``TestClockError`` with the clock's time and sleepers as they are now.
@@ -182,7 +187,7 @@ extension TestClock {
         return TestClockError(reason: reason, now: now, deadlines: deadlines, timeout: timeout)
     }
 
-    /// Suspends until the state has changed since `version`, or the task is cancelled.
+    /// Suspends until the state has changed since `version`, a watchdog nudges, or the task is cancelled.
     private func changed(since version: UInt64) async {
         let id = self.state.mutate { $0.makeID() }
         await withTaskCancellationHandler {
@@ -197,16 +202,20 @@ extension TestClock {
         }
     }
 
-    /// Counts a change, so that every caller of ``changed(since:)`` looks again.
+    /// Counts a change, so that every watcher looks again.
     private func touch() {
         self.state.mutate { $0.changed() }.resume()
     }
 
-    /// A task that counts a change at `limit` in real time, so that a waiting loop sees that its time is up.
-    private func touch(at limit: ContinuousClock.Instant) -> Task<Void, Never> {
+    /// A task that wakes every watcher every `period` of real time, without counting a change, so that a waiting
+    /// loop sees the time pass; cancel it when the loop ends.
+    private func nudge(every period: Duration) -> Task<Void, Never> {
         Task { [weak self] in
-            do { try await Task.sleep(until: limit, clock: .continuous) } catch { return }
-            self?.touch()
+            while true {
+                do { try await Task.sleep(for: period) } catch { return }
+                guard let self else { return }
+                self.state.mutate { $0.takeWatchers() }.resume()
+            }
         }
     }
 }

@@ -16,7 +16,7 @@ struct TestClockState: Sendable {
     struct Wakeups: Sendable {
         /// Sleepers whose deadline has come, earliest first: resume each with `true`.
         var sleepers: [Sleeper] = []
-        /// Callers of ``TestClock/changed(since:)``: resume each.
+        /// Watchers of the next change: resume each.
         var watchers: [UnsafeContinuation<Void, Never>] = []
 
         /// Resumes everything, sleepers in deadline order first.
@@ -112,6 +112,11 @@ struct TestClockState: Sendable {
     /// Counts a change, and takes out every watcher, since each waits for the next change.
     mutating func changed() -> Wakeups {
         self.version &+= 1
+        return self.takeWatchers()
+    }
+
+    /// Takes out every watcher without counting a change, so that each looks again at something else: the time.
+    mutating func takeWatchers() -> Wakeups {
         defer { self.watchers.removeAll(keepingCapacity: true) }
         return Wakeups(watchers: Array(self.watchers.values))
     }

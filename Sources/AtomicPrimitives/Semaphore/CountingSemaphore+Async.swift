@@ -43,11 +43,49 @@ extension CountingSemaphore {
 
     /// Takes a resource, suspending the task until one is free or `timeout` has passed.
     ///
+    /// The time is measured on the continuous clock; ``wait(timeout:clock:)`` measures it on another. A wait that is
+    /// granted a resource or cancelled before its deadline cancels its Dispatch timer at once: no timer outlives its
+    /// wait.
+    ///
     /// - Parameter timeout: How long to wait at most. Zero or less takes only a resource that is free right away;
     ///   a duration too long to represent in nanoseconds waits without a limit.
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
     public func wait(timeout: Duration) async -> Bool {
         await self.take(timeout: timeout) == .granted
+    }
+
+    /// Takes a resource, suspending the task until one is free or `timeout` has passed on `clock`.
+    ///
+    /// A test can pass a clock that it moves itself, such as `TestClock` from ConcurrencyKitTesting, and see the wait
+    /// time out exactly when that clock reaches the deadline, without waiting for real time:
+    ///
+    /// ```swift
+    /// import AtomicPrimitives
+    /// import ConcurrencyKitTesting
+    ///
+    /// let clock = TestClock()
+    /// let semaphore = CountingSemaphore()
+    /// let granted = try await clock.run { await semaphore.wait(timeout: .seconds(30), clock: clock) }
+    /// print(granted, clock.now)  // false 30.0 seconds
+    /// ```
+    ///
+    /// A wait that ends early, granted a resource or cancelled, takes its timer with it: a granted wait never keeps a
+    /// timer alive until its deadline. On the continuous clock this is ``wait(timeout:)``, whose timer is a Dispatch
+    /// timer. On another clock the timer is a task that sleeps on that clock until the deadline, cancelled as the
+    /// wait ends; the clock must end a cancelled sleep promptly, as `TestClock` does.
+    ///
+    /// - Parameters:
+    ///   - timeout: How long to wait at most. Zero or less takes only a resource that is free right away.
+    ///   - clock: The clock that measures `timeout`.
+    /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
+    public func wait(timeout: Duration, clock: some Clock<Duration>) async -> Bool {
+        let outcome =
+            if clock is ContinuousClock {
+                await self.take(timeout: timeout)
+            } else {
+                await self.take(timeout: timeout, on: clock)
+            }
+        return outcome == .granted
     }
 
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
@@ -84,19 +122,56 @@ extension CountingSemaphore {
         return true
     }
 
-    /// Takes a resource for a task: at once if one is free, otherwise after a place in the line.
-    private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
+    /// The outcome of a task's wait that need not queue: cancelled, granted a free resource, or out of time at once;
+    /// `nil` if it must queue.
+    private func outcomeWithoutQueueing(timeout: Duration?) -> SemaphoreWaiter.State? {
         if Task.isCancelled { return .cancelled }
         if self.takeIfFree() { return .granted }
         if let timeout, timeout <= .zero { return .timedOut }
+        return nil
+    }
+
+    /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
+    /// `timeout` on the continuous clock, or without a limit if it is `nil`.
+    private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
+        if let outcome = self.outcomeWithoutQueueing(timeout: timeout) { return outcome }
         // A duration too long for a Dispatch deadline waits without a limit.
         let limit = timeout?.nanosecondsIfRepresentable
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: limit != nil)
-        return await withTaskCancellationHandler {
+        return await self.queue(waiter, timerAfter: limit, sleeper: nil)
+    }
+
+    /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
+    /// `timeout` on `clock`.
+    ///
+    /// The deadline is a task that sleeps on `clock` and then takes the waiter out of the line as timed out. It holds
+    /// the waiter but not the semaphore, and is cancelled as soon as the wait ends, whichever way.
+    private func take(timeout: Duration, on clock: some Clock<Duration>) async -> SemaphoreWaiter.State {
+        if let outcome = self.outcomeWithoutQueueing(timeout: timeout) { return outcome }
+        let deadline = clock.now.advanced(by: timeout)
+        let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: true)
+        let sleeper = Task { [weak self] in
+            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+            self?.leave(waiter, as: .timedOut)
+        }
+        // A granted waiter's task cancels its sleeper as it resumes; a cancelled one's, from the cancellation handler.
+        defer { sleeper.cancel() }
+        return await self.queue(waiter, timerAfter: nil, sleeper: sleeper)
+    }
+
+    /// Suspends until `waiter` leaves the line: granted, cancelled, or timed out by its Dispatch timer (after
+    /// `limit` nanoseconds) or by its `sleeper`.
+    private func queue(
+        _ waiter: SemaphoreWaiter,
+        timerAfter limit: Int?,
+        sleeper: Task<Void, Never>?
+    ) async -> SemaphoreWaiter.State {
+        await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
                 self.enqueue(waiter, continuation: continuation, limit: limit)
             }
         } onCancel: {
+            sleeper?.cancel()
             self.leave(waiter, as: .cancelled)
         }
     }

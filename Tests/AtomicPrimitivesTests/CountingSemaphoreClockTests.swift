@@ -1,0 +1,134 @@
+import AtomicPrimitives
+import ConcurrencyKitTesting
+import Foundation
+import TestSupport
+import Testing
+
+/// `wait(timeout:clock:)` on a clock the test moves: the deadline is the clock's, and nothing sleeps in real time.
+@Suite("CountingSemaphore timed waits on a test clock", .timeLimit(.minutes(1)))
+struct CountingSemaphoreClockTests {
+    @Test("a timed wait times out exactly when the clock reaches its deadline, not a nanosecond before")
+    func timesOutAtTheDeadline() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let waiter = Task { await semaphore.wait(timeout: .seconds(30), clock: clock) }
+        try await clock.waitForSleepers(1)
+        #expect(semaphore.waiterCount == 1)
+        clock.advance(by: .seconds(30) - .nanoseconds(1))
+        #expect(clock.deadlines.count == 1, "the deadline's sleeper still sleeps")
+        #expect(semaphore.waiterCount == 1, "and the waiter still waits")
+        clock.advance(by: .nanoseconds(1))
+        #expect(await waiter.value == false)
+        #expect(semaphore.waiterCount == 0)
+        #expect(semaphore.signal() == 0, "nobody waits: the signal adds a resource")
+    }
+
+    @Test("run(_:) drives a timed wait to its deadline: it times out at exactly 30 s of clock time")
+    func runDrivesTheWait() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let granted = try await clock.run { await semaphore.wait(timeout: .seconds(30), clock: clock) }
+        #expect(granted == false)
+        #expect(clock.now.offset == .seconds(30))
+    }
+
+    @Test("a timed wait granted before its deadline takes its sleeper off the clock before it returns")
+    func grantRemovesTheSleeper() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let waiter = Task { await semaphore.wait(timeout: .seconds(3_600), clock: clock) }
+        try await clock.waitForSleepers(1)
+        #expect(semaphore.signal() == 1)
+        #expect(await waiter.value == true)
+        #expect(clock.deadlines.isEmpty, "no timer outlives a granted wait")
+        try await clock.run()  // idle at once: nothing sleeps, nothing is in flight
+        #expect(clock.now.offset == .zero)
+    }
+
+    @Test("a timed wait whose task is cancelled returns false and takes its sleeper off the clock at once")
+    func cancelRemovesTheSleeper() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let waiter = Task { await semaphore.wait(timeout: .seconds(3_600), clock: clock) }
+        try await clock.waitForSleepers(1)
+        waiter.cancel()
+        #expect(clock.deadlines.isEmpty, "taken off from inside cancel()")
+        #expect(await waiter.value == false)
+        #expect(semaphore.waiterCount == 0)
+        #expect(semaphore.signal() == 0)
+    }
+
+    @Test("a free resource, or a timeout of zero or less, needs no sleeper on the clock")
+    func noSleeperWithoutWaiting() async {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore(.binary)
+        #expect(await semaphore.wait(timeout: .seconds(1), clock: clock) == true)
+        #expect(await semaphore.wait(timeout: .zero, clock: clock) == false)
+        #expect(await semaphore.wait(timeout: .seconds(-1), clock: clock) == false)
+        #expect(clock.deadlines.isEmpty)
+    }
+
+    @Test("timed waits on one clock time out in deadline order, each at its own deadline")
+    func severalDeadlines() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let waiters = [20, 10, 30].map { seconds in
+            Task { await semaphore.wait(timeout: .seconds(seconds), clock: clock) }
+        }
+        try await clock.waitForSleepers(3)
+        #expect(semaphore.waiterCount == 3)
+        clock.advance(to: TestClock.Instant(offset: .seconds(10)))
+        #expect(await waiters[1].value == false)
+        #expect(semaphore.waiterCount == 2)
+        #expect(semaphore.signal() == 1, "the 20 s waiter, first in line, gets it")
+        #expect(await waiters[0].value == true)
+        clock.advance(to: TestClock.Instant(offset: .seconds(30)))
+        #expect(await waiters[2].value == false)
+        #expect(clock.deadlines.isEmpty)
+    }
+
+    @Test("a deadline racing a signal neither loses nor duplicates the resource, on the test clock")
+    func deadlineRacesSignal() async throws {
+        var granted = 0
+        for round in 0..<300 {
+            let clock = TestClock()
+            let semaphore = CountingSemaphore()
+            let waiter = Task { await semaphore.wait(timeout: .seconds(1), clock: clock) }
+            try await clock.waitForSleepers(1)
+            async let signal = semaphore.signal()
+            async let advance: Void = clock.advance(by: .seconds(1))
+            _ = await (signal, advance)
+            let gotIt = await waiter.value
+            let free = await self.freeResources(semaphore)
+            #expect((gotIt ? 1 : 0) + free == 1, "round \(round): granted \(gotIt), free afterwards \(free)")
+            #expect(semaphore.waiterCount == 0)
+            #expect(clock.deadlines.isEmpty)
+            if gotIt { granted += 1 }
+        }
+        print("deadlineRacesSignal (test clock): the wait got the resource in \(granted)/300 rounds")
+    }
+
+    @Test("granted timed waits on a test clock leave no sleeper task behind")
+    func noSleeperTaskOutlivesItsWait() async {
+        // In a process of its own: the count of live timed waits is process-wide.
+        await #expect(processExitsWith: .success) {
+            let clock = TestClock()
+            let semaphore = CountingSemaphore()
+            for _ in 0..<300 {
+                let waiter = Task { await semaphore.wait(timeout: .seconds(3_600), clock: clock) }
+                guard (try? await clock.waitForSleepers(1)) != nil else { exit(1) }
+                semaphore.signal()
+                guard await waiter.value else { exit(2) }
+            }
+            guard await suspendUntil({ CountingSemaphore.liveTimedWaits == 0 }) else { exit(3) }
+        }
+    }
+
+    /// How many resources are free, taken with timed waits of zero that never queue, and given back.
+    private func freeResources(_ semaphore: CountingSemaphore) async -> Int {
+        var count = 0
+        while await semaphore.wait(timeout: .zero) { count += 1 }
+        for _ in 0..<count { semaphore.signal() }
+        return count
+    }
+}
