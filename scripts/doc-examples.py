@@ -43,7 +43,15 @@ OUT = os.path.join(ROOT, ".build", "doc-examples")
 FIXTURES = os.path.join(ROOT, "scripts", "doc-examples", "Fixtures.swift")
 TIME_LIMIT = 20.0  # seconds per example
 FRAGMENT = "// Fragment:"
-PRODUCTS = ["AtomicPrimitives", "SafeValueCore", "OperationQueuing", "DispatchKit", "CallbackRouting", "ConcurrencyKit"]
+PRODUCTS = [
+    "AtomicPrimitives",
+    "SafeValueCore",
+    "OperationQueuing",
+    "DispatchKit",
+    "CallbackRouting",
+    "ConcurrencyKit",
+    "ConcurrencyKitTesting",
+]
 
 MANIFEST_HEAD = """// swift-tools-version: 6.2
 import PackageDescription

@@ -27,8 +27,10 @@ struct TestClockState: Sendable {
     }
 
     private(set) var now: TestClock.Instant
-    /// Earliest deadline first; equal deadlines in the order they were registered. Every deadline is later than
-    /// `now`: a sleep until `now` or earlier returns without registering, and an advance takes out every sleeper due.
+    /// The sleepers, earliest deadline first, and equal deadlines in the order they were registered.
+    ///
+    /// Every deadline is later than `now`: a sleep until `now` or earlier returns without registering, and an advance
+    /// takes out every sleeper due.
     private(set) var sleepers: [Sleeper] = []
     /// Sleepers an advance has resumed whose tasks have not yet come back out of `sleep(until:tolerance:)`.
     private(set) var wakesInFlight = 0

@@ -95,9 +95,22 @@ struct CountingSemaphoreClockTests {
             let semaphore = CountingSemaphore()
             let waiter = Task { await semaphore.wait(timeout: .seconds(1), clock: clock) }
             try await clock.waitForSleepers(1)
-            async let signal = semaphore.signal()
-            async let advance: Void = clock.advance(by: .seconds(1))
-            _ = await (signal, advance)
+            // The signal lands before the clock passes the deadline, after it but before the deadline's sleeper has
+            // taken the waiter out of the line, or after that.
+            switch round % 3 {
+            case 0:
+                async let signal = semaphore.signal()
+                async let advance: Void = clock.advance(by: .seconds(1))
+                _ = await (signal, advance)
+            case 1:
+                async let advance: Void = clock.advance(by: .seconds(1))
+                async let signal = semaphore.signal()
+                _ = await (advance, signal)
+            default:
+                clock.advance(by: .seconds(1))
+                for _ in 0..<round % 50 { await Task.yield() }
+                semaphore.signal()
+            }
             let gotIt = await waiter.value
             let free = await self.freeResources(semaphore)
             #expect((gotIt ? 1 : 0) + free == 1, "round \(round): granted \(gotIt), free afterwards \(free)")
