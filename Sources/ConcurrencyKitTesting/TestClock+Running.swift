@@ -75,7 +75,7 @@ extension TestClock {
     /// Runs `operation` and moves the time for it, from deadline to deadline, until it returns.
     ///
     /// The way to await code that sleeps on the clock: awaiting it directly would hang, since nothing would move
-    /// the time. While `operation` runs, the clock steps as ``run()`` does, and when nothing sleeps it waits for the
+    /// the time. While `operation` runs, the clock steps as ``run(timeout:)`` does, and when nothing sleeps it waits for the
     /// operation to sleep again or to return, instead of stopping. It returns what the operation returns, as soon as
     /// it does, even if other tasks still sleep on the clock.
     ///
@@ -137,7 +137,7 @@ extension TestClock {
         return try await task.value
     }
 
-    /// The loop behind ``run()`` and ``run(timeout:_:)``: wakes sleepers one deadline at a time, each time once no
+    /// The loop behind ``run(timeout:)`` and ``run(timeout:_:)``: wakes sleepers one deadline at a time, each time once no
     /// wake is on its way back, until `isDone()`, or until idle when no operation is pending.
     ///
     /// It gives up when nothing has changed on the clock for `timeout` (stuck), or when something still changes

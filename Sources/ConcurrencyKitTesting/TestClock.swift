@@ -3,7 +3,7 @@ import AtomicPrimitives
 /// A clock whose time moves only when a test moves it.
 ///
 /// Give code under test a `some Clock<Duration>` parameter, pass a `TestClock` in the test, and move its time with
-/// ``advance(by:)``, ``advance(to:)`` or ``run()``. No real time passes: a one-hour timeout is over as soon as the
+/// ``advance(by:)``, ``advance(to:)`` or ``run(timeout:)``. No real time passes: a one-hour timeout is over as soon as the
 /// test says so, and the test decides exactly when.
 ///
 /// ```swift
@@ -30,7 +30,7 @@ import AtomicPrimitives
 /// - A sleeper whose task is cancelled leaves at once, from inside `cancel()`, and throws `CancellationError`.
 /// - ``waitForSleepers(_:timeout:)`` suspends the test until the code under test really sleeps, so that the test
 ///   moves time only once the code has reached its sleep.
-/// - ``run()`` and ``run(timeout:_:)`` move time from deadline to deadline on their own, and report what sleeps
+/// - ``run(timeout:)`` and ``run(timeout:_:)`` move time from deadline to deadline on their own, and report what sleeps
 ///   instead of hanging when nothing can run: see <doc:TestingTimeDependentCode> for what they can and cannot see.
 ///
 /// Each test makes its own clock: a clock has no global state and installs no process-wide hook, so tests that run
@@ -67,7 +67,7 @@ public final class TestClock: Clock, Sendable {
     /// Suspends the task until the clock's time reaches `deadline`.
     ///
     /// A deadline at ``now`` or earlier returns at once, without suspending. Otherwise the task sleeps until
-    /// ``advance(to:)``, ``advance(by:)`` or ``run()`` moves the time to `deadline` or past it.
+    /// ``advance(to:)``, ``advance(by:)`` or ``run(timeout:)`` moves the time to `deadline` or past it.
     ///
     /// - Parameters:
     ///   - deadline: The instant to wake at.
@@ -112,7 +112,7 @@ public final class TestClock: Clock, Sendable {
     /// The sleepers are resumed earliest deadline first, equal deadlines in the order they went to sleep, and
     /// ``now`` is `instant` when the call returns. It does not wait for the woken tasks to run: they run on their own
     /// executors, in whatever order those take them up, and one that reads ``now`` sees `instant`, not its own
-    /// deadline. To see each deadline in turn, move to one deadline at a time, or let ``run()`` do it.
+    /// deadline. To see each deadline in turn, move to one deadline at a time, or let ``run(timeout:)`` do it.
     ///
     /// - Parameter instant: Where to move the time; ``now`` or later. An earlier instant traps with a message.
     public func advance(to instant: Instant) {

@@ -12,7 +12,7 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
         /// clock, none that it woke was still on its way back, and the operation did not finish. Moving the time
         /// cannot help: the operation waits for something else.
         case nothingCanRun
-        /// ``TestClock/run()`` or ``TestClock/run(timeout:_:)`` was still moving the time at its time limit: after
+        /// ``TestClock/run(timeout:)`` or ``TestClock/run(timeout:_:)`` was still moving the time at its time limit: after
         /// every wake something slept again, as an endless timer or polling loop does.
         case neverIdle
         /// A task that the clock woke did not come back out of its sleep within the time limit: the actor or

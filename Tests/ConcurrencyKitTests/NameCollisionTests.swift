@@ -75,6 +75,7 @@ struct NameCollisionTests {
         let _: DispatchKit.GCDGroup.Type = GCDGroup.self
         let _: DispatchKit.GCDTimer.Type = GCDTimer.self
         let _: DispatchKit.OnceDispatcher.Type = OnceDispatcher.self
+        let _: DispatchKit.ClockTicks<ContinuousClock>.Type = ClockTicks<ContinuousClock>.self
         let _: CallbackRouting.CallbackQueue.Type = CallbackQueue.self
         let _: CallbackRouting.CallbackSubject<Int, Never>.Type = CallbackSubject<Int, Never>.self
         let _: CallbackRouting.SubjectCompletion<Never>.Type = SubjectCompletion<Never>.self
