@@ -40,9 +40,18 @@ extension TestClock {
             lhs.offset < rhs.offset
         }
 
-        /// The offset, such as `7.0 seconds`.
+        /// The offset in seconds, exact to the attosecond, such as `7.0 seconds` or `3605.000000001 seconds`.
+        ///
+        /// Unlike `Duration`'s own description, which goes through a `Double`, it never rounds: a test that compares
+        /// printed instants compares the instants.
         public var description: String {
-            self.offset.description
+            let (seconds, attoseconds) = self.offset.components
+            // Both components carry the sign; print it once, then their magnitudes.
+            let sign = seconds < 0 || attoseconds < 0 ? "-" : ""
+            var fraction = String(attoseconds.magnitude)
+            fraction = String(repeating: "0", count: 18 - fraction.count) + fraction
+            while fraction.count > 1 && fraction.hasSuffix("0") { fraction.removeLast() }
+            return "\(sign)\(seconds.magnitude).\(fraction) seconds"
         }
     }
 }

@@ -80,9 +80,21 @@ struct TestClockTests {
             let clock = TestClock()
             let sleeper = Task { try await clock.sleep(for: .seconds(1)) }
             try await clock.waitForSleepers(1)
-            async let cancel: Void = sleeper.cancel()
-            async let advance: Void = clock.advance(by: .seconds(1))
-            _ = await (cancel, advance)
+            switch round % 3 {
+            case 0:
+                async let cancel: Void = sleeper.cancel()
+                async let advance: Void = clock.advance(by: .seconds(1))
+                _ = await (cancel, advance)
+            case 1:
+                async let advance: Void = clock.advance(by: .seconds(1))
+                async let cancel: Void = sleeper.cancel()
+                _ = await (advance, cancel)
+            default:
+                // Woken, and cancelled before or after its task comes back out of the sleep.
+                clock.advance(by: .seconds(1))
+                for _ in 0..<round % 20 { await Task.yield() }
+                sleeper.cancel()
+            }
             switch await sleeper.result {
             case .success: woken += 1
             case .failure(let error): #expect(error is CancellationError, "round \(round): \(error)")
@@ -91,6 +103,21 @@ struct TestClockTests {
             try await clock.run(timeout: .seconds(5))  // no wake is left in flight
         }
         print("cancelRacesAdvance: the advance won \(woken)/300 rounds")
+    }
+
+    @Test(
+        "an instant prints its offset in seconds, exact to the attosecond",
+        arguments: [
+            (Duration.seconds(3_605), "3605.0 seconds"),
+            (.zero, "0.0 seconds"),
+            (.nanoseconds(1), "0.000000001 seconds"),
+            (.seconds(3_605) + .nanoseconds(1), "3605.000000001 seconds"),
+            (.milliseconds(-1_500), "-1.5 seconds"),
+            (Duration(secondsComponent: 0, attosecondsComponent: 1), "0.000000000000000001 seconds"),
+        ]
+    )
+    func instantDescription(offset: Duration, printed: String) {
+        #expect(TestClock.Instant(offset: offset).description == printed)
     }
 
     @Test("advancing by a negative duration traps with a message")
