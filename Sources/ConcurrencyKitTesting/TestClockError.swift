@@ -12,8 +12,9 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
         /// clock, none that it woke was still on its way back, and the operation did not finish. Moving the time
         /// cannot help: the operation waits for something else.
         case nothingCanRun
-        /// ``TestClock/run(timeout:)`` or ``TestClock/run(timeout:_:)`` was still moving the time at its time limit: after
-        /// every wake something slept again, as an endless timer or polling loop does.
+        /// ``TestClock/run(timeout:)`` or ``TestClock/run(timeout:_:)`` still moved the time after its time limit,
+        /// having moved it at least 100 times: after every wake something slept again, as an endless timer or polling
+        /// loop does.
         case neverIdle
         /// A task that the clock woke did not come back out of its sleep within the time limit: the actor or
         /// executor it needs is blocked.
@@ -28,6 +29,8 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
     public let deadlines: [TestClock.Instant]
     /// How long, in real time, it waited at most.
     public let timeout: Duration
+    /// How many times the run moved the time, for the report of a clock that never became idle.
+    let advances: Int
 
     /// The report: what the clock waited for, how long, its time, and every sleeper.
     public var description: String {
@@ -48,9 +51,10 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
                 """
         case .neverIdle:
             return """
-                TestClock: run did not become idle within \(self.timeout) of real time: after every wake something \
-                sleeps again, as an endless timer or polling loop does. Stop it, or give run(timeout:_:) the \
-                operation to wait for, so that it stops when the operation returns. \(sleepers)
+                TestClock: run did not become idle within \(self.timeout) of real time: it moved the time \
+                \(self.advances) times, and after every wake something sleeps again, as an endless timer or polling \
+                loop does. Stop it, or give run(timeout:_:) the operation to wait for, so that it stops when the \
+                operation returns. \(sleepers)
                 """
         case .wakeNotResumed:
             return """

@@ -58,6 +58,31 @@ struct CountingSemaphoreClockTests {
         #expect(semaphore.signal() == 0)
     }
 
+    @Test("a timed wait on a test clock works from the main actor as from nonisolated code")
+    @MainActor
+    func fromTheMainActor() async throws {
+        let clock = TestClock()
+        let semaphore = CountingSemaphore()
+        let waiter = Task { @MainActor in await semaphore.wait(timeout: .seconds(2), clock: clock) }
+        try await clock.waitForSleepers(1)
+        semaphore.signal()
+        #expect(await waiter.value == true)
+        #expect(try await clock.run { await semaphore.wait(timeout: .seconds(2), clock: clock) } == false)
+        #expect(clock.now.offset == .seconds(2))
+    }
+
+    @Test("on the continuous and the suspending clock, a timed wait times out in real time", arguments: [true, false])
+    func realClocks(continuous: Bool) async {
+        let semaphore = CountingSemaphore()
+        let timedOut =
+            continuous
+            ? await semaphore.wait(timeout: .milliseconds(1), clock: ContinuousClock())
+            : await semaphore.wait(timeout: .milliseconds(1), clock: SuspendingClock())
+        #expect(timedOut == false)
+        semaphore.signal()
+        #expect(await semaphore.wait(timeout: .seconds(10), clock: SuspendingClock()) == true)
+    }
+
     @Test("a free resource, or a timeout of zero or less, needs no sleeper on the clock")
     func noSleeperWithoutWaiting() async {
         let clock = TestClock()

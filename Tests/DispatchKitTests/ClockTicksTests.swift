@@ -68,6 +68,22 @@ struct ClockTicksTests {
         #expect(await loop.value == 1)
     }
 
+    @Test("a loop on the main actor takes its ticks there, and may touch main-actor state")
+    @MainActor
+    func mainActorLoop() async throws {
+        let clock = TestClock()
+        let board = TickBoard()
+        let loop = Task { @MainActor in
+            for await tick in ClockTicks(every: .seconds(1), clock: clock) {
+                MainActor.assertIsolated()
+                board.ticks.append(tick.offset)
+                if board.ticks.count == 3 { break }
+            }
+        }
+        try await clock.run { await loop.value }
+        #expect(board.ticks == [.seconds(1), .seconds(2), .seconds(3)])
+    }
+
     @Test("an interval of zero or less traps with a message that names the value")
     func nonPositiveIntervalTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
@@ -94,4 +110,10 @@ struct ClockTicksTests {
         }
         #expect(ContinuousClock.now >= start.advanced(by: .milliseconds(15)))
     }
+}
+
+/// Main-actor state that a tick loop on the main actor appends to.
+@MainActor
+private final class TickBoard {
+    var ticks: [Duration] = []
 }
