@@ -5,7 +5,7 @@ import TestSupport
 import Testing
 
 /// A route for a subscriber, with a way to wait until every block sent to it so far has run.
-private struct FlushableRoute: Sendable {
+struct FlushableRoute: Sendable {
     let queue: CallbackQueue
     /// Waits until every block the route was given before the call has run; `false` at the deadline.
     let flush: @Sendable () -> Bool

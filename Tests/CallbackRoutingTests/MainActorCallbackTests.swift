@@ -62,6 +62,25 @@ struct MainActorCallbackTests {
         #expect(model.allOnMainQueue)
     }
 
+    @Test("a model that keeps its subscriptions, and whose callbacks capture it, is released after the completion")
+    func modelIsReleasedAfterTheCompletion() async {
+        let subject = CallbackSubject<Int, Never>()
+        var model: Model? = Model()
+        model?.subscribeEverySpelling(to: subject)
+        weak let released = model
+        onNewThread {
+            subject.send(1)
+            subject.send(completion: .finished)
+        }
+        #expect(await suspendUntil { released?.completions == 1 })
+        model = nil
+        // The other two subscribers' completions may still wait on main; this suspension lets them run.
+        #expect(
+            await suspendUntil { released == nil },
+            "model -> subscriptions -> callbacks -> model outlived the completion"
+        )
+    }
+
     @Test("MainCallbackQueue.execute takes both spellings on both routes, and runs them on main")
     func mainCallbackQueueExecute() async {
         let model = Model()

@@ -9,6 +9,10 @@
 ///   callback: that is where a call starts. Once ``close()`` has run, no ``takeNext()`` returns an event, so no call
 ///   starts after it; ``close()`` changes state only, and never waits for the drain.
 /// - A closed mailbox accepts nothing and drops what it held; delivering a completion closes it too.
+/// - The subscriber's callbacks are released once, by whoever leaves the mailbox closed with no drain running:
+///   ``close()``, if no drain runs then; or else the running drain, at the ``takeNext()`` that ends it (the one after
+///   the completion, or its first look after the close). So a running drain keeps them until it ends, and nobody
+///   else touches them meanwhile; once released, no drain starts again.
 @usableFromInline
 struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
     /// What a subscriber receives.
@@ -16,6 +20,17 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
     enum Event: Sendable {
         case value(Output)
         case completion(SubjectCompletion<Failure>)
+    }
+
+    /// What the running drain does after a ``takeNext()``.
+    @usableFromInline
+    enum Step: Sendable {
+        /// Call the subscriber with the event.
+        case deliver(Event)
+        /// End: the mailbox is empty. The next event put in schedules a new drain.
+        case end
+        /// End, and release the callbacks: the mailbox is closed, and no drain will run again.
+        case endReleasingCallbacks
     }
 
     /// Whether a drain delivers the mailbox's events.
@@ -77,28 +92,39 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
         return true
     }
 
-    /// The running drain's next event; or `nil`, which ends the drain, when the mailbox is empty or closed.
+    /// The running drain's next event; or the drain's end, when the mailbox is empty or closed.
     @inlinable
-    mutating func takeNext() -> Event? {
+    mutating func takeNext() -> Step {
         guard !self.isClosed, self.head < self.events.count else {
             self.drain = .idle
             self.dropEvents()
-            return nil
+            return self.isClosed ? .endReleasingCallbacks : .end
         }
         let event = self.events[self.head]
         self.head += 1
         if case .completion = event { self.isClosed = true }
-        return event
+        return .deliver(event)
     }
 
     /// Closes the mailbox and drops what waits in it.
     ///
     /// A running drain stops at its next ``takeNext()``; nothing here waits for it.
+    /// - Returns: Whether the caller releases the callbacks: it closed the mailbox, and no drain runs. Otherwise the
+    ///   running drain releases them when it ends, or they were released already.
     @inlinable
-    mutating func close() {
+    mutating func close() -> Bool {
+        let wasClosed = self.isClosed
         self.isClosed = true
         self.dropEvents()
-        if case .scheduled = self.drain { self.drain = .idle }  // nobody needs to start it now
+        switch self.drain {
+        case .draining:
+            return false
+        case .scheduled:
+            self.drain = .idle  // nobody needs to start it now
+            return !wasClosed
+        case .idle:
+            return !wasClosed
+        }
     }
 
     @inlinable

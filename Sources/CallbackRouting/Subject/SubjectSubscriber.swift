@@ -13,15 +13,38 @@ import Synchronization
 /// calls. ``close()`` only closes the mailbox under that lock, so it never waits for a callback, and the drain's next
 /// look finds it closed: no call starts after ``close()`` returns. (See ``SubjectMailbox`` for the rules.)
 ///
+/// The callbacks, and what they capture, are released once nothing can call them any more: when the completion has
+/// been delivered, or when the subscriber is closed, as a Combine `Sink` lets go of its closures. A callback that
+/// captures the object keeping its subscription (`self.subscription = subject.subscribe { self.… }`) makes no cycle
+/// that outlives the subscription's end. A drain that runs when the subscriber is closed keeps them until it ends.
+///
 /// The send path is `@inlinable`, so that it is specialized in the sender's module for the subject's types:
 /// unspecialized, most of a send's time went to looking up generic metadata.
 @usableFromInline
-final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
+final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Sendable {
+    // Safety: `callbacks`, the only var, is read by the running drain only, and set to nil once, outside the lock, by
+    // the one the mailbox names under its lock (see SubjectMailbox): while a drain runs nobody else writes it, and
+    // once it is nil no drain runs again. Every other stored property is a `let` of a Sendable type.
     @usableFromInline typealias Event = SubjectMailbox<Output, Failure>.Event
 
+    /// The subscriber's two callbacks, in one object, so that a drain holds them with one reference.
+    @usableFromInline
+    final class Callbacks: Sendable {
+        @usableFromInline let receiveValue: @Sendable (Output) -> Void
+        @usableFromInline let receiveCompletion: @Sendable (SubjectCompletion<Failure>) -> Void
+
+        init(
+            receiveValue: @escaping @Sendable (Output) -> Void,
+            receiveCompletion: @escaping @Sendable (SubjectCompletion<Failure>) -> Void
+        ) {
+            self.receiveValue = receiveValue
+            self.receiveCompletion = receiveCompletion
+        }
+    }
+
     @usableFromInline let route: CallbackQueue
-    @usableFromInline let receiveValue: @Sendable (Output) -> Void
-    @usableFromInline let receiveCompletion: @Sendable (SubjectCompletion<Failure>) -> Void
+    /// `nil` once nothing can call them any more; see "Safety" above for who reads and releases them.
+    @usableFromInline var callbacks: Callbacks?
     /// Whether the subscriber receives `.finished` when the subject is released without a completion.
     let finishesWithSubject: Bool
     @usableFromInline let mailbox = AtomicBox(SubjectMailbox<Output, Failure>())
@@ -37,8 +60,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     ) {
         self.route = route
         self.finishesWithSubject = finishesWithSubject
-        self.receiveValue = receiveValue
-        self.receiveCompletion = receiveCompletion
+        self.callbacks = Callbacks(receiveValue: receiveValue, receiveCompletion: receiveCompletion)
     }
 
     /// Puts `event` in the mailbox; call ``startDrainIfScheduled()`` afterwards, outside every lock.
@@ -86,29 +108,43 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: Sendable {
     /// ``CallbackSubscription`` for a call begun just before).
     ///
     /// It changes state only, and waits for nothing: a callback already running, on this thread or another, finishes,
-    /// and the drain that runs it stops at its next look into the mailbox.
+    /// and the drain that runs it stops at its next look into the mailbox. The callbacks are released here if no drain
+    /// runs, or else by that drain when it ends.
     func close() {
         // Before the mailbox is closed: a drain that claimed its first value earlier, and looks only after this close
         // has returned, sees the flag.
         self.isCancelled.store(true, ordering: .sequentiallyConsistent)
         chaosPoint(.mailbox)
-        self.mailbox.mutate { $0.close() }
+        // Released outside the lock: what the callbacks capture may run anything in its deinit, this cancel too.
+        if self.mailbox.mutate({ $0.close() }) { self.callbacks = nil }
     }
 
     /// Delivers `first`, if any and unless the subscriber was closed meanwhile, then every event in the mailbox.
     @inlinable
     func drain(first: Output?) {
+        // The drain's own reference: the callbacks stay alive until it ends, even if it releases them meanwhile.
+        guard let callbacks = self.callbacks else {
+            preconditionFailure("SubjectSubscriber: a drain started after the subscriber's callbacks were released")
+        }
         // No lock is held across a callback: each event is taken under the mailbox's lock just before its call.
         if let first, !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-            self.receiveValue(first)
+            callbacks.receiveValue(first)
         }
-        while let event = self.mailbox.mutate({ $0.takeNext() }) {
-            chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
-            switch event {
-            case .value(let value):
-                self.receiveValue(value)
-            case .completion(let completion):
-                self.receiveCompletion(completion)
+        while true {
+            switch self.mailbox.mutate({ $0.takeNext() }) {
+            case .deliver(let event):
+                chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
+                switch event {
+                case .value(let value):
+                    callbacks.receiveValue(value)
+                case .completion(let completion):
+                    callbacks.receiveCompletion(completion)
+                }
+            case .end:
+                return
+            case .endReleasingCallbacks:
+                self.callbacks = nil  // freed when `callbacks` goes, as this returns: outside the lock
+                return
             }
         }
     }
