@@ -22,9 +22,10 @@ import Synchronization
 /// unspecialized, most of a send's time went to looking up generic metadata.
 @usableFromInline
 final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Sendable {
-    // Safety: `callbacks`, the only var, is read by the running drain only, and set to nil once, outside the lock, by
-    // the one the mailbox names under its lock (see SubjectMailbox): while a drain runs nobody else writes it, and
-    // once it is nil no drain runs again. Every other stored property is a `let` of a Sendable type.
+    // Safety: `callbacks`, the only var, is read by the running drain only, and released and set to nil once, outside
+    // the lock, by the one the mailbox names under its lock (see SubjectMailbox): while a drain runs nobody else
+    // writes or releases it, and once it is nil no drain runs again. Every other stored property is a `let` of a
+    // Sendable type.
     @usableFromInline typealias Event = SubjectMailbox<Output, Failure>.Event
 
     /// The subscriber's two callbacks, in one object, so that a drain holds them with one reference.
@@ -43,8 +44,15 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     }
 
     @usableFromInline let route: CallbackQueue
-    /// `nil` once nothing can call them any more; see "Safety" above for who reads and releases them.
-    @usableFromInline var callbacks: Callbacks?
+    /// The callbacks, retained once; `nil` once nothing can call them any more. See "Safety" above for who reads and
+    /// releases them.
+    ///
+    /// That rule, not the runtime, keeps them alive and their accesses exclusive: a drain calls them without
+    /// retaining them, as it called the `let`s they were before. A retain and release per drain, and the runtime's
+    /// exclusivity check, made a send to 10 `untouch` subscribers a quarter slower (655 ns against 521).
+    @usableFromInline
+    @exclusivity(unchecked)
+    var callbacks: Unmanaged<Callbacks>?
     /// Whether the subscriber receives `.finished` when the subject is released without a completion.
     let finishesWithSubject: Bool
     @usableFromInline let mailbox = AtomicBox(SubjectMailbox<Output, Failure>())
@@ -60,7 +68,11 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     ) {
         self.route = route
         self.finishesWithSubject = finishesWithSubject
-        self.callbacks = Callbacks(receiveValue: receiveValue, receiveCompletion: receiveCompletion)
+        self.callbacks = .passRetained(Callbacks(receiveValue: receiveValue, receiveCompletion: receiveCompletion))
+    }
+
+    deinit {
+        self.callbacks?.release()  // nil unless the subscriber was never closed nor completed
     }
 
     /// Puts `event` in the mailbox; call ``startDrainIfScheduled()`` afterwards, outside every lock.
@@ -116,19 +128,27 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         self.isCancelled.store(true, ordering: .sequentiallyConsistent)
         chaosPoint(.mailbox)
         // Released outside the lock: what the callbacks capture may run anything in its deinit, this cancel too.
-        if self.mailbox.mutate({ $0.close() }) { self.callbacks = nil }
+        if self.mailbox.mutate({ $0.close() }) { self.releaseCallbacks() }
+    }
+
+    /// Releases the callbacks, and what they capture; called once, by the one the mailbox names.
+    @usableFromInline
+    func releaseCallbacks() {
+        let callbacks = self.callbacks
+        self.callbacks = nil
+        callbacks?.release()
     }
 
     /// Delivers `first`, if any and unless the subscriber was closed meanwhile, then every event in the mailbox.
     @inlinable
     func drain(first: Output?) {
-        // The drain's own reference: the callbacks stay alive until it ends, even if it releases them meanwhile.
+        // Nobody but this drain releases the callbacks while it runs, so it calls them without a reference of its own.
         guard let callbacks = self.callbacks else {
             preconditionFailure("SubjectSubscriber: a drain started after the subscriber's callbacks were released")
         }
         // No lock is held across a callback: each event is taken under the mailbox's lock just before its call.
         if let first, !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-            callbacks.receiveValue(first)
+            callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
         }
         while true {
             switch self.mailbox.mutate({ $0.takeNext() }) {
@@ -136,14 +156,14 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
                 chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
                 switch event {
                 case .value(let value):
-                    callbacks.receiveValue(value)
+                    callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }
                 case .completion(let completion):
-                    callbacks.receiveCompletion(completion)
+                    callbacks._withUnsafeGuaranteedRef { $0.receiveCompletion(completion) }
                 }
             case .end:
                 return
             case .endReleasingCallbacks:
-                self.callbacks = nil  // freed when `callbacks` goes, as this returns: outside the lock
+                self.releaseCallbacks()  // outside the lock: what they capture may run anything in its deinit
                 return
             }
         }
