@@ -12,6 +12,10 @@
 /// after ``cancel()`` returns (and a call already running may still be running). So keep what a callback uses alive
 /// through the callback itself, by capturing it, rather than tearing it down right after ``cancel()``: making
 /// ``cancel()`` wait for such a call is what made two callbacks that cancel each other deadlock.
+///
+/// Once the subscriber has received the completion, or ``cancel()`` has run, the subject keeps neither its callbacks
+/// nor what they capture (a call running then keeps them until it returns): callbacks may capture the object that
+/// keeps the subscription without making a cycle that outlives the subscription's end.
 public final class CallbackSubscription: Sendable {
     private let cancellation: AtomicBox<(@Sendable () -> Void)?>
 

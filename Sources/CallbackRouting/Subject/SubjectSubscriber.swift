@@ -28,7 +28,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     // Sendable type.
     @usableFromInline typealias Event = SubjectMailbox<Output, Failure>.Event
 
-    /// The subscriber's two callbacks, in one object, so that a drain holds them with one reference.
+    /// The subscriber's two callbacks, in one object, retained and released as one.
     @usableFromInline
     final class Callbacks: Sendable {
         @usableFromInline let receiveValue: @Sendable (Output) -> Void
