@@ -44,8 +44,9 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     }
 
     @usableFromInline let route: CallbackQueue
-    /// The callbacks, retained once; `nil` once nothing can call them any more. See "Safety" above for who reads and
-    /// releases them.
+    /// The callbacks, retained once, until nothing can call them any more.
+    ///
+    /// `nil` from then on. See "Safety" above for who reads and releases them.
     ///
     /// That rule, not the runtime, keeps them alive and their accesses exclusive: a drain calls them without
     /// retaining them, as it called the `let`s they were before. A retain and release per drain, and the runtime's
