@@ -112,7 +112,10 @@ public final class TestClock: Clock, Sendable {
     /// The sleepers are resumed earliest deadline first, equal deadlines in the order they went to sleep, and
     /// ``now`` is `instant` when the call returns. It does not wait for the woken tasks to run: they run on their own
     /// executors, in whatever order those take them up, and one that reads ``now`` sees `instant`, not its own
-    /// deadline. To see each deadline in turn, move to one deadline at a time, or let ``run(timeout:)`` do it.
+    /// deadline. To see each deadline in turn, move to one deadline at a time, after ``waitForSleepers(_:timeout:)``
+    /// has seen the code under test asleep again. ``run(timeout:)`` moves one deadline at a time too, but waits only
+    /// until each woken task is back out of its sleep, not until it has done what follows, so with several sleepers
+    /// the code after one sleep can run after the time has moved on.
     ///
     /// - Parameter instant: Where to move the time; ``now`` or later. An earlier instant traps with a message.
     public func advance(to instant: Instant) {

@@ -52,9 +52,10 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
         case .neverIdle:
             return """
                 TestClock: run did not become idle within \(self.timeout) of real time: it moved the time \
-                \(self.advances) times, and after every wake something sleeps again, as an endless timer or polling \
-                loop does. Stop it, or give run(timeout:_:) the operation to wait for, so that it stops when the \
-                operation returns. \(sleepers)
+                \(self.advances) times, and after every wake something slept again, as an endless timer or polling \
+                loop does. Stop that loop; give run(timeout:_:) the operation to wait for, so that it stops when the \
+                operation returns; or, for a simulation that really takes longer than this, pass a longer timeout. \
+                \(sleepers)
                 """
         case .wakeNotResumed:
             return """

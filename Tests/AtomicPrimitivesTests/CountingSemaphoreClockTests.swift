@@ -32,13 +32,15 @@ struct CountingSemaphoreClockTests {
         #expect(clock.now.offset == .seconds(30))
     }
 
-    @Test("a timed wait granted before its deadline takes its sleeper off the clock before it returns")
+    @Test("a timed wait granted before its deadline has its sleeper taken off the clock by the granting signal")
     func grantRemovesTheSleeper() async throws {
         let clock = TestClock()
         let semaphore = CountingSemaphore()
         let waiter = Task { await semaphore.wait(timeout: .seconds(3_600), clock: clock) }
         try await clock.waitForSleepers(1)
         #expect(semaphore.signal() == 1)
+        // Taken off by the signal itself, before the waiting task resumes: `run()` must not move the time to it.
+        #expect(clock.deadlines.isEmpty, "the granting signal takes the sleeper off the clock")
         #expect(await waiter.value == true)
         #expect(clock.deadlines.isEmpty, "no timer outlives a granted wait")
         try await clock.run()  // idle at once: nothing sleeps, nothing is in flight

@@ -156,7 +156,8 @@ extension CountingSemaphore {
             do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
             self?.leave(waiter, as: .timedOut)
         }
-        // A granted waiter's task cancels its sleeper as it resumes; a cancelled one's, from the cancellation handler.
+        // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it, too);
+        // this covers a wait that ended on its way to the line.
         defer { sleeper.cancel() }
         return await self.queue(waiter, timerAfter: nil, sleeper: sleeper)
     }
@@ -170,7 +171,7 @@ extension CountingSemaphore {
     ) async -> SemaphoreWaiter.State {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                self.enqueue(waiter, continuation: continuation, limit: limit)
+                self.enqueue(waiter, continuation: continuation, limit: limit, sleeper: sleeper)
             }
         } onCancel: {
             sleeper?.cancel()
@@ -178,12 +179,13 @@ extension CountingSemaphore {
         }
     }
 
-    /// Puts `waiter` in the line, with a timer that takes it out after `limit` nanoseconds, unless it is granted a
-    /// resource or cancelled on its way.
+    /// Puts `waiter` in the line, with a timer that takes it out after `limit` nanoseconds (or its `sleeper`, which
+    /// does the same on another clock), unless it is granted a resource or cancelled on its way.
     private func enqueue(
         _ waiter: SemaphoreWaiter,
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
-        limit: Int?
+        limit: Int?,
+        sleeper: Task<Void, Never>?
     ) {
         // Made before the lock is taken: the lock guards only the line.
         let timer = limit.map { self.makeTimer(for: waiter, firingAfter: $0) }
@@ -209,6 +211,7 @@ extension CountingSemaphore {
         }
         waiter.continuation = continuation
         waiter.timer = timer
+        waiter.sleeper = sleeper
         self.line.append(waiter)
         // Armed before the lock is released, so that nothing runs between the release and the return. A task resumed
         // before it has suspended is correct, but ThreadSanitizer cannot see how the runtime orders that case and

@@ -25,6 +25,9 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     /// The timer of a task's deadline while the task is in the line; whoever takes the task out of the line cancels
     /// it at once, so that no timer outlives its wait.
     var timer: (any DispatchSourceTimer)?
+    /// The task that sleeps until the deadline on a clock other than the standard ones, while the task is in the line;
+    /// cancelled, like ``timer``, by whoever takes the task out of the line, so that it leaves its clock at once.
+    var sleeper: Task<Void, Never>?
     fileprivate var next: SemaphoreWaiter?
     fileprivate var previous: SemaphoreWaiter?
     /// Whether this waiter is counted in ``liveWithDeadline``.
@@ -52,20 +55,23 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
         defer {
             self.continuation = nil
             self.timer = nil
+            self.sleeper = nil
         }
-        return Ending(outcome: outcome, continuation: self.continuation, timer: self.timer)
+        return Ending(outcome: outcome, continuation: self.continuation, timer: self.timer, sleeper: self.sleeper)
     }
 
-    /// What ends a wait, done by ``complete()`` after the semaphore's lock is released: the deadline's timer is
-    /// cancelled, and a suspended task resumed.
+    /// What ends a wait, done by ``complete()`` after the semaphore's lock is released: the deadline's timer or
+    /// sleeper is cancelled, and a suspended task resumed.
     struct Ending {
         let outcome: State
         let continuation: UnsafeContinuation<State, Never>?
         let timer: (any DispatchSourceTimer)?
+        let sleeper: Task<Void, Never>?
 
-        /// Cancels the timer and resumes the task, if there are any.
+        /// Cancels the timer or the sleeper and resumes the task, if there are any.
         func complete() {
             self.timer?.cancel()
+            self.sleeper?.cancel()
             self.continuation?.resume(returning: self.outcome)
         }
     }
