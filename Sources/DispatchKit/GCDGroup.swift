@@ -161,6 +161,28 @@ public final class GCDGroup: Sendable {
         ) { self.dispatchGroup.wait(timeout: timeout) }
     }
 
+    /// Blocks the calling thread until everything in the group has finished, or for `timeout` at most:
+    /// ``wait(timeout:file:line:)`` with a `Duration` from now.
+    ///
+    /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
+    /// inside a Swift concurrency task (through a synchronous function) is reported once per call site.
+    /// - Parameters:
+    ///   - timeout: How long to wait at most. Zero or less only looks, as `.now()` does; a duration too long to
+    ///     represent in nanoseconds waits without a limit.
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
+    /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
+    @available(
+        *,
+        noasync,
+        message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
+    )
+    public func wait(timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
+        guard timeout > .zero else { return self.wait(timeout: DispatchTime.now(), file: file, line: line) }
+        let deadline = timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
+        return self.wait(timeout: deadline, file: file, line: line)
+    }
+
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.
     ///
     /// The name has no blocking overload, so it suspends wherever it is written, also in the top-level code of a

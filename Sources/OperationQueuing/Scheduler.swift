@@ -59,6 +59,43 @@ public final class Scheduler: @unchecked Sendable {
         if let handler { self.setHandler(handler) }
     }
 
+    /// Creates a scheduler that first fires `delay` from now, started at once if `handler` is given:
+    /// `init(deadline:repeating:qualityOfService:handler:)` with `Duration`s.
+    ///
+    /// ```swift
+    /// import OperationQueuing
+    ///
+    /// let heartbeat = Scheduler(after: .seconds(1), repeating: .seconds(1)) { print("ping") }
+    /// print(heartbeat.repeating)  // nanoseconds(1000000000)
+    /// heartbeat.cancel()
+    /// ```
+    ///
+    /// ``deadline`` and ``repeating`` hold the Dispatch values the durations give. A delay too long to represent in
+    /// nanoseconds (about 292 years or more) never fires, a repeat interval that long never repeats.
+    /// - Parameters:
+    ///   - delay: The time from now to the first fire.
+    ///   - repeating: The time between fires; `nil` (the default) fires once.
+    ///   - qualityOfService: The quality of service of the global queue the handler runs on.
+    ///   - handler: What to run; without one, the scheduler starts at the first ``setHandler(_:)``.
+    /// - Precondition: `delay` is 0 or more; `repeating` is `nil` or more than zero.
+    public convenience init(
+        after delay: Duration,
+        repeating: Duration? = nil,
+        qualityOfService: DispatchQoS = .default,
+        handler: (@Sendable () -> Void)? = nil
+    ) {
+        precondition(delay >= .zero, "Scheduler: delay must be 0 or more, got \(delay)")
+        if let repeating {
+            precondition(repeating > .zero, "Scheduler: repeating must be nil or more than zero, got \(repeating)")
+        }
+        self.init(
+            deadline: delay.nanosecondsIfRepresentable.map { .now() + .nanoseconds($0) } ?? .distantFuture,
+            repeating: repeating?.nanosecondsIfRepresentable.map { .nanoseconds($0) } ?? .never,
+            qualityOfService: qualityOfService,
+            handler: handler
+        )
+    }
+
     deinit {
         // A never-resumed source must be resumed before it is cancelled and released.
         if !self.isStarted { self.timer.resume() }

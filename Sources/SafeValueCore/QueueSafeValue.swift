@@ -55,6 +55,24 @@ public final class QueueSafeValue<Value> {
         self.storage = ValueStorage(value, file: file, line: line)
     }
 
+    /// Creates a holder for `value` whose manual-completion commands are watched on `clock`: the package's seam for
+    /// testing ``ManualCompletionDoctor`` on a clock the test moves, with no process-wide setting.
+    ///
+    /// - Parameters:
+    ///   - value: The initial value.
+    ///   - clock: The clock that measures the doctor's patience for this value's commands.
+    ///   - file: Where the value is made, for the lock-order checker's reports.
+    ///   - line: The line where the value is made.
+    package convenience init(
+        value: Value,
+        completionWatchClock clock: some Clock<Duration>,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) {
+        self.init(value: value, file: file, line: line)
+        self.storage.timeCompletionWatch(by: clock)
+    }
+
     deinit {
         self.storage.holderReleased()
     }

@@ -4,7 +4,7 @@ import Synchronization
 /// The mechanism of ``MainQueueDoctor``, over any target queue so that tests can stand in a queue of their own.
 ///
 /// A send to the target while nothing is watched starts a watch: a marker block goes to the target queue, and a
-/// timer on a global queue checks after the patience whether the marker has run. If it has not, the report is made,
+/// timer on the probe's clock checks after the patience whether the marker has run. If it has not, the report is made,
 /// once. The first send to another queue sends a marker too, without a timer. Once any marker has run, the target is
 /// known to be drained, and the probe stops watching for good: also in a program that sends nothing to the target.
 ///
@@ -61,18 +61,24 @@ package final class MainQueueProbe: Sendable {
     private let blockedCallStorage = AtomicBox<BlockedCall?>(nil, unobserved: ())
     private let target: @Sendable () -> DispatchQueue
     private let report: @Sendable (String) -> Void
+    /// Runs the end of a watch after the patience, on the probe's clock.
+    private let runAfter: @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
 
     /// Creates a probe.
     ///
     /// - Parameters:
     ///   - target: The queue to watch.
     ///   - patience: How long a marker may wait; `nil`: off.
-    ///   - report: Called once, on a global queue, with the warning.
+    ///   - clock: The clock that measures the patience: the continuous clock, whose watches are Dispatch timers, or a
+    ///     test's clock, which the test moves itself.
+    ///   - report: Called once, on a global queue (or a task, on a test's clock), with the warning.
     package init(
         target: @escaping @Sendable () -> DispatchQueue,
         patience: Duration?,
+        clock: some Clock<Duration> = ContinuousClock(),
         report: @escaping @Sendable (String) -> Void
     ) {
+        self.runAfter = { clock.runAfter($0, $1) }
         self.target = target
         self.phase = Atomic((patience == nil ? Phase.off : Phase.fresh).rawValue)
         self.patienceStorage = AtomicBox(patience)
@@ -150,11 +156,9 @@ package final class MainQueueProbe: Sendable {
         }
         guard let patience = started else { return }
         self.sendMarker()
-        // A patience too long for a Dispatch deadline never runs out: the watch ends only when the marker runs.
-        guard let nanoseconds = patience.nanosecondsIfRepresentable else { return }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
-            self.endWatch(after: patience)
-        }
+        // On the continuous clock, a patience too long for a Dispatch deadline never runs out: the watch ends only
+        // when the marker runs.
+        self.runAfter(patience) { self.endWatch(after: patience) }
     }
 
     /// Notes a send to another queue than the target: the first one sends a marker, without a timer, so that the

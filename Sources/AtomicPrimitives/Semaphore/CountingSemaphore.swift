@@ -138,6 +138,29 @@ public final class CountingSemaphore {
         )
     }
 
+    /// Takes a resource, waiting for `timeout` at most: ``wait(_:file:line:)`` with a `Duration` from now.
+    ///
+    /// It blocks the calling thread, and is unavailable from async code: there, `await wait(timeout:)` suspends
+    /// instead. In debug builds, a call from inside a task (through a synchronous function) is reported once per call
+    /// site.
+    /// - Parameters:
+    ///   - timeout: How long to wait at most. Zero or less takes only a resource that is free right away, as `.now()`
+    ///     does; a duration too long to represent in nanoseconds waits without a limit.
+    ///   - file: The caller's file, for that report.
+    ///   - line: The caller's line, for that report.
+    /// - Returns: `.success` if a resource was taken, `.timedOut` if the time ran out first.
+    @available(
+        *,
+        noasync,
+        message:
+            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)`"
+    )
+    public func wait(_ timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
+        guard timeout > .zero else { return self.wait(DispatchTime.now(), file: file, line: line) }
+        let deadline = timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
+        return self.wait(deadline, file: file, line: line)
+    }
+
     /// Takes a resource as ``wait(file:line:)`` does, without the debug-build report of a call from inside a task: for
     /// the package's own blocking commands, which report at their caller's site.
     @usableFromInline

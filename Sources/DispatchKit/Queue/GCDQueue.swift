@@ -400,7 +400,26 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Precondition: `seconds` is a number, 0 or more (not NaN).
     @discardableResult
     public func after(_ seconds: Double, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
-        guard let delay = Seconds.interval(seconds, "GCDQueue.after: seconds") else { return self }
+        self.after(TimeSpan.seconds(seconds).interval("GCDQueue.after: seconds"), block)
+    }
+
+    /// Runs `block` on this queue after `delay`: `after(_:_:)` with a `Duration`.
+    ///
+    /// A delay too long to represent in nanoseconds — about 292 years or more — means never: the block is not
+    /// scheduled.
+    /// - Parameters:
+    ///   - delay: The delay; the block runs no earlier.
+    ///   - block: The work.
+    /// - Returns: This queue, so that calls can be chained.
+    /// - Precondition: `delay` is 0 or more.
+    @discardableResult
+    public func after(_ delay: Duration, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
+        self.after(TimeSpan.duration(delay).interval("GCDQueue.after: delay"), block)
+    }
+
+    /// Runs `block` after `delay`, or never if it is `nil`.
+    private func after(_ delay: DispatchTimeInterval?, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
+        guard let delay else { return self }
         self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: block)
         if self.marker.isMain { self.noteSendToMain() }
         return self
@@ -417,6 +436,19 @@ public struct GCDQueue: Sendable, Equatable {
     @discardableResult
     public func after(_ seconds: Double, onMainActor block: @escaping @MainActor @Sendable () -> Void) -> GCDQueue {
         self.after(seconds, self.mainActorBlock(block, api: "after"))
+    }
+
+    /// Runs a `@MainActor` block on this queue, which must be ``main``, after `delay`: `after(_:onMainActor:)` with
+    /// a `Duration`.
+    ///
+    /// - Parameters:
+    ///   - delay: The delay; the block runs no earlier. A delay too long to represent means never.
+    ///   - block: The work; it runs on the main actor.
+    /// - Returns: This queue, so that calls can be chained.
+    /// - Precondition: This is ``main``, and `delay` is 0 or more.
+    @discardableResult
+    public func after(_ delay: Duration, onMainActor block: @escaping @MainActor @Sendable () -> Void) -> GCDQueue {
+        self.after(delay, self.mainActorBlock(block, api: "after"))
     }
 
     /// Runs `block` `count` times with indexes `0..<count`, and returns once all have run.

@@ -40,8 +40,8 @@ public final class GCDTimer: @unchecked Sendable {
     /// The start and cancel handlers, shared with the source's registration and cancel handlers, which must not keep
     /// the timer alive.
     private let handlers = TimerLifecycleHandlers()
-    private var repeatIntervalStorage: Double?
-    private var toleranceStorage: Double = 0
+    private var repeatIntervalStorage: TimeSpan?
+    private var toleranceStorage = TimeSpan.seconds(0)
     /// Whether the run that `start()` began repeats: decided when it starts, whatever is set later.
     private var repeats = false
     /// The iterations of ``ticks`` in progress, by registration number.
@@ -60,12 +60,20 @@ public final class GCDTimer: @unchecked Sendable {
     ///   - queue: Where the handler runs; the background queue unless you say otherwise.
     ///   - interval: Seconds from ``start()`` to the first fire.
     /// - Precondition: `interval` is a number, 0 or more (not NaN).
-    public init(queue: GCDQueue = .background, interval: Double) {
-        self.queue = queue
-        self.firstFire = .after(Seconds.interval(interval, "GCDTimer: interval"))
-        self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
-        self.source.setEventHandler { [weak self] in self?.fire() }
-        self.handlers.install(on: self.source)
+    public convenience init(queue: GCDQueue = .background, interval: Double) {
+        self.init(queue: queue, firstFire: .after(TimeSpan.seconds(interval).interval("GCDTimer: interval")))
+    }
+
+    /// Creates a paused timer that first fires `interval` after ``start()``: `init(queue:interval:)` with a
+    /// `Duration`.
+    ///
+    /// An interval too long to represent in nanoseconds — about 292 years or more — means the timer never fires.
+    /// - Parameters:
+    ///   - queue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - interval: The time from ``start()`` to the first fire.
+    /// - Precondition: `interval` is 0 or more.
+    public convenience init(queue: GCDQueue = .background, interval: Duration) {
+        self.init(queue: queue, firstFire: .after(TimeSpan.duration(interval).interval("GCDTimer: interval")))
     }
 
     /// Creates a paused timer that first fires at `deadline` once started.
@@ -73,9 +81,13 @@ public final class GCDTimer: @unchecked Sendable {
     /// - Parameters:
     ///   - queue: Where the handler runs; the background queue unless you say otherwise.
     ///   - deadline: The wall-clock time of the first fire.
-    public init(queue: GCDQueue = .background, deadline: DispatchWallTime) {
+    public convenience init(queue: GCDQueue = .background, deadline: DispatchWallTime) {
+        self.init(queue: queue, firstFire: .at(deadline))
+    }
+
+    private init(queue: GCDQueue, firstFire: FirstFire) {
         self.queue = queue
-        self.firstFire = .at(deadline)
+        self.firstFire = firstFire
         self.source = DispatchSource.makeTimerSource(queue: queue.dispatchQueue)
         self.source.setEventHandler { [weak self] in self?.fire() }
         self.handlers.install(on: self.source)
@@ -105,6 +117,37 @@ public final class GCDTimer: @unchecked Sendable {
         return timer
     }
 
+    /// Creates, and starts, a timer that fires once after `interval`, or, with `repeating`, then every `repeating`:
+    /// `scheduleWithInterval(_:onQueue:repeating:handler:)` with `Duration`s.
+    ///
+    /// ```swift
+    /// import DispatchKit
+    ///
+    /// let ticker = GCDTimer.scheduleWithInterval(.milliseconds(500), repeating: .seconds(1)) { print("tick") }
+    /// ticker.stop()
+    /// print(ticker.repeatDuration == .seconds(1))  // true
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - interval: The time before the first fire.
+    ///   - onQueue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - repeating: The time between later fires; `nil` (the default) fires once.
+    ///   - handler: What to do on each fire.
+    /// - Returns: The running timer. Keep it: releasing it stops it.
+    /// - Precondition: `interval` is 0 or more; `repeating` is `nil` or more than zero.
+    public static func scheduleWithInterval(
+        _ interval: Duration,
+        onQueue: GCDQueue = .background,
+        repeating: Duration? = nil,
+        handler: @escaping @Sendable () -> Void
+    ) -> GCDTimer {
+        let timer = GCDTimer(queue: onQueue, interval: interval)
+        timer.repeatDuration = repeating
+        timer.handler(handler)
+        timer.start()
+        return timer
+    }
+
     /// Creates, and starts, a timer that fires once at `date`, or, with `repeating`, then every `repeating` seconds.
     ///
     /// Eki's `scheduleWithDate`, taking a wall-clock time: a date in the past fires at once.
@@ -128,6 +171,29 @@ public final class GCDTimer: @unchecked Sendable {
         return timer
     }
 
+    /// Creates, and starts, a timer that fires at `date` and then every `repeating`:
+    /// `scheduleWithDate(_:onQueue:repeating:handler:)` with a `Duration`.
+    ///
+    /// - Parameters:
+    ///   - date: The wall-clock time of the first fire, for instance `.now() + 5`.
+    ///   - onQueue: Where the handler runs; the background queue unless you say otherwise.
+    ///   - repeating: The time between later fires.
+    ///   - handler: What to do on each fire.
+    /// - Returns: The running timer. Keep it: releasing it stops it.
+    /// - Precondition: `repeating` is more than zero.
+    public static func scheduleWithDate(
+        _ date: DispatchWallTime,
+        onQueue: GCDQueue = .background,
+        repeating: Duration,
+        handler: @escaping @Sendable () -> Void
+    ) -> GCDTimer {
+        let timer = GCDTimer(queue: onQueue, deadline: date)
+        timer.repeatDuration = repeating
+        timer.handler(handler)
+        timer.start()
+        return timer
+    }
+
     deinit {
         // A suspended or never-resumed source must be resumed before it is cancelled and released; nobody else can
         // reach the timer now, so the lock is not needed.
@@ -138,27 +204,53 @@ public final class GCDTimer: @unchecked Sendable {
     ///
     /// Read when a new timer starts: whether the timer repeats, and how often, is decided then; setting it later
     /// changes nothing for this timer. An interval too long to represent (about 292 years or more, `infinity`
-    /// included) repeats never, though the timer stays running.
+    /// included) repeats never, though the timer stays running. ``repeatDuration`` is the same setting as a
+    /// `Duration`: a value set there reads here as the nearest number of seconds.
     /// - Precondition: A new value is `nil` or a number greater than 0 (not NaN: 0 would fire without pause).
     public var repeatInterval: Double? {
-        get { self.lock.withLock { self.repeatIntervalStorage } }
-        set {
-            if let newValue { Seconds.checkRepeat(newValue, "GCDTimer: repeatInterval") }
-            self.lock.withLock { self.repeatIntervalStorage = newValue }
-        }
+        get { self.lock.withLock { self.repeatIntervalStorage?.inSeconds } }
+        set { self.setRepeat(newValue.map { .seconds($0) }, "GCDTimer: repeatInterval") }
+    }
+
+    /// The time between fires after the first, as a `Duration`; `nil` (the default) fires once.
+    ///
+    /// The same setting as ``repeatInterval``, read when a new timer starts. A value set there in seconds reads here
+    /// as the nearest duration (the longest one for `infinity`). A duration too long to represent in nanoseconds
+    /// (about 292 years or more) repeats never, though the timer stays running.
+    /// - Precondition: A new value is `nil` or more than zero.
+    public var repeatDuration: Duration? {
+        get { self.lock.withLock { self.repeatIntervalStorage?.asDuration } }
+        set { self.setRepeat(newValue.map { .duration($0) }, "GCDTimer: repeatDuration") }
+    }
+
+    private func setRepeat(_ span: TimeSpan?, _ name: String) {
+        span?.checkRepeat(name)
+        self.lock.withLock { self.repeatIntervalStorage = span }
     }
 
     /// How late, in seconds, each fire may come: the source's leeway.
     ///
     /// Read when a new timer starts. A tolerance too long to represent (`infinity` included) is the longest
-    /// leeway Dispatch takes.
+    /// leeway Dispatch takes. ``toleranceDuration`` is the same setting as a `Duration`.
     /// - Precondition: A new value is a number, 0 or more (not NaN).
     public var tolerance: Double {
-        get { self.lock.withLock { self.toleranceStorage } }
-        set {
-            _ = Seconds.interval(newValue, "GCDTimer: tolerance")
-            self.lock.withLock { self.toleranceStorage = newValue }
-        }
+        get { self.lock.withLock { self.toleranceStorage.inSeconds } }
+        set { self.setTolerance(.seconds(newValue), "GCDTimer: tolerance") }
+    }
+
+    /// How late each fire may come, as a `Duration`: the same setting as ``tolerance``.
+    ///
+    /// Read when a new timer starts. A tolerance too long to represent in nanoseconds is the longest leeway Dispatch
+    /// takes.
+    /// - Precondition: A new value is 0 or more.
+    public var toleranceDuration: Duration {
+        get { self.lock.withLock { self.toleranceStorage.asDuration } }
+        set { self.setTolerance(.duration(newValue), "GCDTimer: toleranceDuration") }
+    }
+
+    private func setTolerance(_ span: TimeSpan, _ name: String) {
+        _ = span.interval(name)
+        self.lock.withLock { self.toleranceStorage = span }
     }
 
     /// Whether the timer is started and not paused, stopped or finished.
@@ -297,8 +389,8 @@ public final class GCDTimer: @unchecked Sendable {
     private func schedule() {
         self.repeats = self.repeatIntervalStorage != nil
         let repeating: DispatchTimeInterval =
-            self.repeatIntervalStorage.flatMap { Seconds.interval($0, "GCDTimer: repeatInterval") } ?? .never
-        let leeway = Seconds.interval(self.toleranceStorage, "GCDTimer: tolerance") ?? .nanoseconds(Int.max)
+            self.repeatIntervalStorage.flatMap { $0.interval("GCDTimer: repeatInterval") } ?? .never
+        let leeway = self.toleranceStorage.interval("GCDTimer: tolerance") ?? .nanoseconds(Int.max)
         switch self.firstFire {
         case .after(let interval):
             let deadline = interval.map { DispatchTime.now() + $0 } ?? .distantFuture

@@ -1,5 +1,4 @@
 import AtomicPrimitives
-import Dispatch
 
 /// One value's watch over its manual-completion commands, for ``ManualCompletionDoctor``: at most one timer at a time.
 ///
@@ -10,11 +9,15 @@ import Dispatch
 /// again for its own end of patience; if there is none, or its `done` has come, the watch rests. So a value that runs
 /// many such commands, each with a timely `done`, costs one timer per patience, not one per command, and the watch
 /// keeps at most one latch.
+///
+/// Its time is the value's clock: the continuous clock, whose timers are Dispatch timers on a global queue, or a
+/// test's clock, given by the package's `QueueSafeValue(value:completionWatchClock:)`, which the test moves itself.
 final class ManualCompletionWatch<Value>: Sendable {
     /// The command that waits for `done`.
     private struct Pending: Sendable {
         let latch: CompletionLatch
-        let since: DispatchTime
+        /// When the closure returned, as the time since the watch was made.
+        let since: Duration
         let schedule: StaticString
         let file: StaticString
         let line: UInt
@@ -27,11 +30,24 @@ final class ManualCompletionWatch<Value>: Sendable {
 
     private enum Check {
         case rest
-        case setTimer(DispatchTime)
+        case setTimer(Duration)
         case report(Pending, Duration)
     }
 
     private let state = AtomicBox(State())
+    /// The time on the watch's clock since the watch was made.
+    private let elapsed: @Sendable () -> Duration
+    /// Runs a check after a delay on the watch's clock.
+    private let runAfter: @Sendable (Duration, @escaping @Sendable () -> Void) -> Void
+
+    /// Creates a watch whose patience runs on `clock`.
+    ///
+    /// - Parameter clock: The continuous clock, or a test's clock.
+    init(clock: some Clock<Duration> = ContinuousClock()) {
+        let origin = clock.now
+        self.elapsed = { origin.duration(to: clock.now) }
+        self.runAfter = { clock.runAfter($0, $1) }
+    }
 
     /// Notes a command whose closure returned without calling `done`: `latch` tells when `done` comes.
     ///
@@ -44,19 +60,22 @@ final class ManualCompletionWatch<Value>: Sendable {
     ///   - file: The file that issued the command.
     ///   - line: The line that issued the command.
     func watch(_ latch: CompletionLatch, schedule: StaticString, file: StaticString, line: UInt) {
-        guard let patience = ManualCompletionDoctor.patience?.nanosecondsIfRepresentable else { return }
-        let now = DispatchTime.now()
+        // A patience too long for a Dispatch deadline never runs out: no watch.
+        guard let patience = ManualCompletionDoctor.patience, patience.nanosecondsIfRepresentable != nil else {
+            return
+        }
+        let now = self.elapsed()
         let setTimer = self.state.mutate { state -> Bool in
             state.pending = Pending(latch: latch, since: now, schedule: schedule, file: file, line: line)
             guard !state.isTimerSet else { return false }
             state.isTimerSet = true
             return true
         }
-        if setTimer { self.setTimer(at: now + .nanoseconds(patience)) }
+        if setTimer { self.setTimer(after: patience) }
     }
 
-    private func setTimer(at deadline: DispatchTime) {
-        DispatchQueue.global().asyncAfter(deadline: deadline) { self.check() }
+    private func setTimer(after delay: Duration) {
+        self.runAfter(delay) { self.check() }
     }
 
     /// The timer's work: reports the pending command if its patience has run out, or sets the timer for when it does.
@@ -64,27 +83,25 @@ final class ManualCompletionWatch<Value>: Sendable {
         let next = self.state.mutate { state -> Check in
             guard let pending = state.pending, !pending.latch.isDone,
                 let patience = ManualCompletionDoctor.patience,
-                let nanoseconds = patience.nanosecondsIfRepresentable
+                patience.nanosecondsIfRepresentable != nil
             else {
                 state.pending = nil
                 state.isTimerSet = false
                 return .rest
             }
-            let due = pending.since + .nanoseconds(nanoseconds)
-            guard DispatchTime.now() >= due else { return .setTimer(due) }
+            let now = self.elapsed()
+            let due = pending.since + patience
+            guard now >= due else { return .setTimer(due - now) }
             state.pending = nil
             state.isTimerSet = false
             // The time it really waited: more than the patience if the patience was lowered while a check was set.
-            return .report(
-                pending,
-                .nanoseconds(Int64(clamping: DispatchTime.now().uptimeNanoseconds - pending.since.uptimeNanoseconds))
-            )
+            return .report(pending, now - pending.since)
         }
         switch next {
         case .rest:
             break
-        case .setTimer(let deadline):
-            self.setTimer(at: deadline)
+        case .setTimer(let delay):
+            self.setTimer(after: delay)
         case .report(let pending, let waited):
             ManualCompletionDoctor.report(
                 value: Value.self,

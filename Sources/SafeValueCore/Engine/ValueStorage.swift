@@ -70,6 +70,11 @@ final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
         watch.watch(latch, schedule: schedule, file: file, line: line)
     }
 
+    /// Makes the value's ``ManualCompletionWatch`` with its patience measured on `clock`: before any command.
+    func timeCompletionWatch(by clock: some Clock<Duration>) {
+        _ = self.completionWatch.storeIfNil(ManualCompletionWatch(clock: clock))
+    }
+
     /// Records that the holder was released; destroys the value now if no command holds the turn.
     func holderReleased() {
         if self.engine.holderReleased() { self.value = nil }

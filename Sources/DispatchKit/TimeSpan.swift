@@ -1,0 +1,74 @@
+import Dispatch
+
+/// A span of time as DispatchKit's callers give it — `Double` seconds, Eki's spelling, or a `Duration` — checked and
+/// turned into a Dispatch interval.
+///
+/// Dispatch's own `DispatchTime + Double` traps on huge values ("Double value cannot be converted to Int") and
+/// silently never fires on NaN; this names the mistake instead. The two spellings follow one rule: a span too long to
+/// represent in nanoseconds (about 292 years or more; for seconds, `infinity` too) means never, and a negative one
+/// (or NaN) traps.
+enum TimeSpan: Equatable {
+    /// A number of seconds.
+    case seconds(Double)
+    /// A duration.
+    case duration(Duration)
+
+    /// The span as a Dispatch interval, or `nil` when it is too long to represent: callers treat that as "never".
+    ///
+    /// - Parameter name: What the value is, for the message: `"GCDTimer: interval"`.
+    /// - Returns: The interval, or `nil` for never.
+    /// - Precondition: The span is 0 or more; seconds are a number (not NaN).
+    func interval(_ name: @autoclosure () -> String) -> DispatchTimeInterval? {
+        switch self {
+        case .seconds(let seconds):
+            precondition(
+                !seconds.isNaN && seconds >= 0,
+                "\(name()) must be a number of seconds, 0 or more; got \(seconds)"
+            )
+            let nanoseconds = seconds * 1_000_000_000
+            guard nanoseconds < Double(Int.max) else { return nil }
+            return .nanoseconds(Int(nanoseconds))
+        case .duration(let duration):
+            precondition(duration >= .zero, "\(name()) must be a duration of 0 or more; got \(duration)")
+            return duration.nanosecondsIfRepresentable.map { .nanoseconds($0) }
+        }
+    }
+
+    /// Checks the span as a repeat interval: more than zero.
+    ///
+    /// - Precondition: The span is more than zero (seconds not NaN): 0 would fire without pause.
+    func checkRepeat(_ name: @autoclosure () -> String) {
+        switch self {
+        case .seconds(let seconds):
+            precondition(
+                !seconds.isNaN && seconds > 0,
+                "\(name()) must be a number of seconds greater than 0; got \(seconds)"
+            )
+        case .duration(let duration):
+            precondition(duration > .zero, "\(name()) must be a duration greater than 0; got \(duration)")
+        }
+    }
+
+    /// The span in seconds: exact for seconds, the nearest `Double` for a duration.
+    var inSeconds: Double {
+        switch self {
+        case .seconds(let seconds):
+            return seconds
+        case .duration(let duration):
+            let (seconds, attoseconds) = duration.components
+            return Double(seconds) + Double(attoseconds) / 1e18
+        }
+    }
+
+    /// The span as a duration: exact for a duration, the nearest one for seconds; seconds beyond what a `Duration`
+    /// holds (`infinity` included) give the longest one.
+    var asDuration: Duration {
+        switch self {
+        case .seconds(let seconds):
+            guard seconds < Double(Int64.max) else { return Duration(secondsComponent: .max, attosecondsComponent: 0) }
+            return .seconds(seconds)
+        case .duration(let duration):
+            return duration
+        }
+    }
+}
