@@ -179,7 +179,8 @@ public final class GCDGroup: Sendable {
     )
     public func wait(timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         guard timeout > .zero else { return self.wait(timeout: DispatchTime.now(), file: file, line: line) }
-        let deadline = timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
+        let deadline =
+            timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
         return self.wait(timeout: deadline, file: file, line: line)
     }
 

@@ -1,4 +1,5 @@
 import AtomicPrimitives
+import ConcurrencyKitTesting
 import Dispatch
 import SafeValueCore
 import TestSupport
@@ -9,182 +10,199 @@ private struct Ledger: Sendable {
     var entries = 0
 }
 
-/// A capture filter that accepts the reports about a `QueueSafeValue<Ledger>` whose `done` is overdue: each one is
-/// added to `found`, and then signals `reported`.
+/// A capture filter that accepts the reports about a `QueueSafeValue<Ledger>` whose `done` is overdue, and adds each
+/// one to `found`.
 ///
 /// The test reads `found`, not the capture's own list: that one gets the report just after the filter returns, so a
-/// body that ends as soon as `reported` is signalled could miss it.
-private func overdueLedgerReports(
-    into found: AtomicBox<[DiagnosticReport]>,
-    signalling reported: DispatchSemaphore
-) -> @Sendable (DiagnosticReport) -> Bool {
+/// body that ends as soon as `found` has it could miss it.
+private func overdueLedgerReports(into found: AtomicBox<[DiagnosticReport]>) -> @Sendable (DiagnosticReport) -> Bool {
     { report in
         guard report.kind == .manualCompletionOverdue, report.resources == ["QueueSafeValue<Ledger>"] else {
             return false
         }
         found.mutate { $0.append(report) }
-        reported.signal()
         return true
     }
 }
 
-/// The patience is one global setting: these tests change it one at a time, and put it back.
+/// Each value's watch runs on a `TestClock` the test moves (the package's `QueueSafeValue(value:completionWatchClock:)`),
+/// with the default patience of ten seconds: none of it passes in real time. The patience and the capture of reports
+/// are global: these tests run one at a time, and put the patience back.
 @Suite("ManualCompletionDoctor", .serialized, .timeLimit(.minutes(1)))
 struct ManualCompletionDoctorTests {
-    /// Runs `body` with the doctor's patience set to `patience`, then restores the default.
-    private func withPatience<Result>(_ patience: Duration?, _ body: () throws -> Result) rethrows -> Result {
-        let saved = ManualCompletionDoctor.patience
-        ManualCompletionDoctor.patience = patience
-        defer { ManualCompletionDoctor.patience = saved }
-        return try body()
+    /// The default patience, which these tests keep but one.
+    private static let patience = Duration.seconds(10)
+
+    /// The site of a report about a command issued at `line` of this file.
+    private func site(_ line: UInt) -> [String] {
+        ["SafeValueCoreTests/ManualCompletionDoctorTests.swift:\(line)"]
     }
 
-    @Test("an async command whose done is forgotten is reported after the patience, naming the type, site and fix")
+    @Test("an async command whose done is forgotten is reported after the patience, not a nanosecond early")
     func asyncForgottenDoneIsReported() async throws {
-        try await offPoolTest { checks in
-            let reported = DispatchSemaphore(value: 0)
-            let found = AtomicBox<[DiagnosticReport]>([])
-            let overdue = overdueLedgerReports(into: found, signalling: reported)
-            let site = self.withPatience(.milliseconds(30)) {
-                DiagnosticReports.capture(where: overdue) { () -> UInt in
-                    let value = QueueSafeValue(value: Ledger())
-                    let kept = AtomicBox<CommandCompletionClosure?>(nil)
-                    let queue = DispatchQueue(label: "test.doctor.async")
-                    let line: UInt = #line + 1
-                    value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
-                        ledger.entries += 1
-                        kept.mutate { $0 = done }  // returns without calling done
-                    })
-                    checks.expect(reported.wait(timeout: deadline()) == .success, "no report after the patience")
-                    kept.value?()  // done, late: the value is free again
-                    checks.expect(value.wait.lowestPriority.get().map(\.entries) == .success(1))
-                    return line
-                }.result
-            }
-            let reports = found.value
-            checks.expect(reports.count == 1, "one report per command")
-            let message = reports.first?.message ?? ""
-            checks.expect(message.contains("QueueSafeValue<Ledger>"), message)
-            checks.expect(message.contains("async(performIn:)"), message)
-            checks.expect(message.contains("ManualCompletionDoctorTests.swift:\(site)"), message)
-            checks.expect(message.contains("done() has not been called"), message)
-            checks.expect(message.contains("ManualCompletionDoctor.patience"), message)
-            checks.expect(reports.first?.sites == ["SafeValueCoreTests/ManualCompletionDoctorTests.swift:\(site)"])
-        }
+        #expect(ManualCompletionDoctor.patience == Self.patience)
+        let clock = TestClock()
+        let found = AtomicBox<[DiagnosticReport]>([])
+        let line = try await DiagnosticReports.capture(where: overdueLedgerReports(into: found)) { () -> UInt in
+            let value = QueueSafeValue(value: Ledger(), completionWatchClock: clock)
+            let kept = AtomicBox<CommandCompletionClosure?>(nil)
+            let queue = DispatchQueue(label: "test.doctor.async")
+            let line: UInt = #line + 1
+            value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
+                ledger.entries += 1
+                kept.mutate { $0 = done }  // returns without calling done
+            })
+            try await clock.waitForSleepers(1)
+            clock.advance(by: Self.patience - .nanoseconds(1))
+            #expect(clock.deadlines.count == 1, "the check still waits")
+            #expect(found.value.isEmpty)
+            clock.advance(by: .nanoseconds(1))
+            #expect(await suspendUntil { found.value.count == 1 }, "no report after the patience")
+            kept.value?()  // done, late: the value is free again
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(1))
+            return line
+        }.result
+        let reports = found.value
+        #expect(reports.count == 1, "one report per command")
+        let message = reports.first?.message ?? ""
+        #expect(message.contains("QueueSafeValue<Ledger>"), "\(message)")
+        #expect(message.contains("async(performIn:)"), "\(message)")
+        #expect(message.contains("ManualCompletionDoctorTests.swift:\(line)"), "\(message)")
+        #expect(message.contains("still holds the value 10.0 seconds after"), "the time it waited: \(message)")
+        #expect(message.contains("done() has not been called"), "\(message)")
+        #expect(message.contains("ManualCompletionDoctor.patience"), "\(message)")
+        #expect(reports.first?.sites == self.site(line))
     }
 
-    @Test("a forgotten done after timely ones on the same value is reported once, at its own site")
+    @Test("a forgotten done after timely ones on the same value is reported once, at its own site, after its patience")
     func forgottenAfterTimelyIsReported() async throws {
-        try await offPoolTest { checks in
-            let reported = DispatchSemaphore(value: 0)
-            let found = AtomicBox<[DiagnosticReport]>([])
-            let overdue = overdueLedgerReports(into: found, signalling: reported)
-            let site = self.withPatience(.milliseconds(100)) {
-                DiagnosticReports.capture(where: overdue) { () -> UInt in
-                    let value = QueueSafeValue(value: Ledger())
-                    let queue = DispatchQueue(label: "test.doctor.rearm")
-                    let command = value.async(performIn: queue).lowestPriority
-                    // Timely, and each done comes after its closure returned (the serial queue runs it after the
-                    // command's job): the first sets the value's one timer, and the forgotten one below is pending
-                    // when it fires, not yet due.
-                    for _ in 0..<20 {
-                        command.set(manualCompletion: { ledger, done in
-                            ledger.entries += 1
-                            queue.async { done() }
-                        })
-                    }
-                    checks.expect(value.wait.lowestPriority.get().map(\.entries) == .success(20))
-                    // Not a proof, a setting: the forgotten command comes well after the first, so that the timer
-                    // finds it not yet due (Dispatch may fire a 100 ms timer some 10 ms late) and must set itself again.
-                    _ = DispatchSemaphore(value: 0).wait(timeout: .now() + .milliseconds(40))
-                    let kept = AtomicBox<CommandCompletionClosure?>(nil)
-                    let line: UInt = #line + 1
-                    command.set(manualCompletion: { _, done in kept.mutate { $0 = done } })
-                    checks.expect(reported.wait(timeout: deadline()) == .success, "the forgotten done is missed")
-                    kept.value?()
-                    checks.expect(value.wait.lowestPriority.get().map(\.entries) == .success(20))
-                    return line
-                }.result
+        let clock = TestClock()
+        let found = AtomicBox<[DiagnosticReport]>([])
+        let line = try await DiagnosticReports.capture(where: overdueLedgerReports(into: found)) { () -> UInt in
+            let value = QueueSafeValue(value: Ledger(), completionWatchClock: clock)
+            let queue = DispatchQueue(label: "test.doctor.rearm")
+            let command = value.async(performIn: queue).lowestPriority
+            // Timely, and each done comes after its closure returned (the serial queue runs it after the command's
+            // job): the first sets the value's one timer, due at 10 s.
+            for _ in 0..<20 {
+                command.set(manualCompletion: { ledger, done in
+                    ledger.entries += 1
+                    queue.async { done() }
+                })
             }
-            checks.expect(
-                found.value.map(\.sites) == [["SafeValueCoreTests/ManualCompletionDoctorTests.swift:\(site)"]]
-            )
-        }
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(20))
+            try await clock.waitForSleepers(1)
+            #expect(clock.deadlines == [clock.now.advanced(by: Self.patience)])
+            // The forgotten command comes at 5 s: the timer finds it at 10 s not yet due, and sets itself again.
+            clock.advance(by: .seconds(5))
+            let kept = AtomicBox<CommandCompletionClosure?>(nil)
+            let line: UInt = #line + 1
+            command.set(manualCompletion: { _, done in kept.mutate { $0 = done } })
+            #expect(await suspendUntil { kept.value != nil })
+            await offPool { queue.sync {} }  // the command's job, which notes it for the watch, has ended
+            clock.advance(by: .seconds(5))
+            try await clock.waitForSleepers(1)
+            #expect(clock.deadlines == [clock.now.advanced(by: .seconds(5))], "set again for the forgotten command")
+            #expect(found.value.isEmpty)
+            clock.advance(by: .seconds(5))
+            #expect(await suspendUntil { found.value.count == 1 }, "the forgotten done is missed")
+            kept.value?()
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(20))
+            return line
+        }.result
+        #expect(found.value.map(\.sites) == [self.site(line)])
     }
 
     @Test("a wait command whose done is forgotten is reported while its caller still waits")
     func waitForgottenDoneIsReported() async throws {
-        try await offPoolTest { checks in
-            let reported = DispatchSemaphore(value: 0)
-            let found = AtomicBox<[DiagnosticReport]>([])
-            let overdue = overdueLedgerReports(into: found, signalling: reported)
-            _ = self.withPatience(.milliseconds(30)) {
-                DiagnosticReports.capture(where: overdue) {
-                    let value = QueueSafeValue(value: Ledger())
-                    let result = value.wait.lowestPriority.set(manualCompletion: { ledger, done in
+        let clock = TestClock()
+        let found = AtomicBox<[DiagnosticReport]>([])
+        _ = try await DiagnosticReports.capture(where: overdueLedgerReports(into: found)) {
+            let value = QueueSafeValue(value: Ledger(), completionWatchClock: clock)
+            let kept = AtomicBox<CommandCompletionClosure?>(nil)
+            let caller = Task {
+                await offPool {
+                    value.wait.lowestPriority.set(manualCompletion: { ledger, done in
                         ledger.entries += 1
-                        // done is called once the report is in: until then this caller waits.
-                        DispatchQueue.global().async {
-                            checks.expect(reported.wait(timeout: deadline()) == .success, "no report")
-                            done()
-                        }
+                        kept.mutate { $0 = done }  // called once the report is in: until then the caller waits
                     })
-                    checks.expect(result.map(\.entries) == .success(1))
                 }
             }
-            checks.expect(found.value.count == 1)
-            checks.expect(found.value.first?.message.contains("on its wait schedule") == true)
+            try await clock.waitForSleepers(1)
+            clock.advance(by: Self.patience)
+            #expect(await suspendUntil { found.value.count == 1 }, "no report")
+            kept.value?()
+            #expect(await caller.value.map(\.entries) == .success(1))
         }
+        #expect(found.value.count == 1)
+        #expect(found.value.first?.message.contains("on its wait schedule") == true)
     }
 
     @Test("a command whose done comes, before or after its closure returns, within the patience is not reported")
     func timelyDoneIsNotReported() async throws {
-        try await offPoolTest { checks in
-            let reported = DispatchSemaphore(value: 0)
-            let found = AtomicBox<[DiagnosticReport]>([])
-            let overdue = overdueLedgerReports(into: found, signalling: reported)
-            _ = self.withPatience(.milliseconds(30)) {
-                DiagnosticReports.capture(where: overdue) {
-                    let value = QueueSafeValue(value: Ledger())
-                    let queue = DispatchQueue(label: "test.doctor.timely")
-                    let finished = DispatchGroup()
-                    finished.enter()
-                    value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
-                        ledger.entries += 1
-                        DispatchQueue.global().async { done() }  // after the closure returns, at once
-                    }) { _ in finished.leave() }
-                    value.wait.lowestPriority.set(manualCompletion: { ledger, done in
-                        ledger.entries += 1
-                        done()  // inside the closure: no watch at all
-                    })
-                    checks.expect(finished.wait(timeout: deadline()) == .success)
-                    // The watch of the first command checks after 30 ms: give it well past that to report wrongly.
-                    checks.expect(reported.wait(timeout: .now() + .milliseconds(300)) == .timedOut)
-                }
-            }
-            checks.expect(found.value.isEmpty)
-        }
+        let clock = TestClock()
+        let found = AtomicBox<[DiagnosticReport]>([])
+        let line = try await DiagnosticReports.capture(where: overdueLedgerReports(into: found)) { () -> UInt in
+            let value = QueueSafeValue(value: Ledger(), completionWatchClock: clock)
+            let queue = DispatchQueue(label: "test.doctor.timely")
+            value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
+                ledger.entries += 1
+                DispatchQueue.global().async { done() }  // after the closure returns, at once
+            })
+            value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
+                ledger.entries += 1
+                done()  // inside the closure: no watch at all
+            })
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(2))
+            // The first command's check comes at 10 s, and finds its done.
+            try await clock.waitForSleepers(1)
+            clock.advance(by: Self.patience)
+            // The witness: a forgotten command after them. The value has one check at a time, so its report comes
+            // after the check above: if that check had reported, it would be here first.
+            let kept = AtomicBox<CommandCompletionClosure?>(nil)
+            let line: UInt = #line + 1
+            value.async(performIn: queue).lowestPriority.set(manualCompletion: { _, done in kept.mutate { $0 = done } })
+            try await clock.waitForSleepers(1)
+            clock.advance(by: Self.patience)
+            #expect(await suspendUntil { found.value.count == 1 })
+            kept.value?()
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(2))
+            return line
+        }.result
+        #expect(found.value.map(\.sites) == [self.site(line)], "only the witness is reported")
     }
 
-    @Test("with patience nil the doctor is off: a forgotten done is not reported")
+    @Test("with patience nil the doctor is off: a forgotten done sets no check and is not reported")
     func offReportsNothing() async throws {
-        try await offPoolTest { checks in
-            let reported = DispatchSemaphore(value: 0)
-            let found = AtomicBox<[DiagnosticReport]>([])
-            let overdue = overdueLedgerReports(into: found, signalling: reported)
-            _ = self.withPatience(nil) {
-                DiagnosticReports.capture(where: overdue) {
-                    let value = QueueSafeValue(value: Ledger())
-                    let kept = AtomicBox<CommandCompletionClosure?>(nil)
-                    value.async(performIn: DispatchQueue(label: "test.doctor.off")).lowestPriority.get(
-                        manualCompletion: { _, done in kept.mutate { $0 = done } }
-                    )
-                    checks.expect(reported.wait(timeout: .now() + .milliseconds(300)) == .timedOut)
-                    kept.value?()
-                }
-            }
-            checks.expect(found.value.isEmpty)
-        }
+        let clock = TestClock()
+        let found = AtomicBox<[DiagnosticReport]>([])
+        let line = try await DiagnosticReports.capture(where: overdueLedgerReports(into: found)) { () -> UInt in
+            let value = QueueSafeValue(value: Ledger(), completionWatchClock: clock)
+            let queue = DispatchQueue(label: "test.doctor.off")
+            let kept = AtomicBox<CommandCompletionClosure?>(nil)
+            ManualCompletionDoctor.patience = nil
+            value.async(performIn: queue).lowestPriority.get(manualCompletion: { _, done in kept.mutate { $0 = done } })
+            #expect(await suspendUntil { kept.value != nil })
+            await offPool { queue.sync {} }  // the command's job, which notes it for the watch, has ended
+            kept.value?()
+            #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(0))
+            ManualCompletionDoctor.patience = Self.patience
+            // The witness, 5 s later: its check is due at 15 s. Had the first command set a check, due at 10 s, the
+            // witness would set none, and the one check on the clock would be that one.
+            clock.advance(by: .seconds(5))
+            let witness = AtomicBox<CommandCompletionClosure?>(nil)
+            let line: UInt = #line + 1
+            value.async(performIn: queue).lowestPriority.get(manualCompletion: { _, done in witness.mutate { $0 = done }
+                })
+            try await clock.waitForSleepers(1)
+            #expect(clock.deadlines == [clock.now.advanced(by: Self.patience)], "the first command set no check")
+            clock.advance(by: Self.patience)
+            #expect(await suspendUntil { found.value.count == 1 })
+            witness.value?()
+            return line
+        }.result
+        ManualCompletionDoctor.patience = Self.patience
+        #expect(found.value.map(\.sites) == [self.site(line)], "only the witness is reported")
     }
 
     @Test("the default patience is ten seconds")

@@ -59,6 +59,7 @@ package final class MainQueueProbe: Sendable {
     // compare-and-exchange, from any phase but `reporting`.
     private let patienceStorage: AtomicBox<Duration?>
     private let blockedCallStorage = AtomicBox<BlockedCall?>(nil, unobserved: ())
+    private let patienceEndCount = Atomic<Int>(0)
     private let target: @Sendable () -> DispatchQueue
     private let report: @Sendable (String) -> Void
     /// Runs the end of a watch after the patience, on the probe's clock.
@@ -142,6 +143,12 @@ package final class MainQueueProbe: Sendable {
         return phase == Phase.watching.rawValue || phase == Phase.reporting.rawValue
     }
 
+    /// How many watches have come to the end of their patience, whatever they found there: for tests, which see by it
+    /// that a watch's timer has come and gone, on a clock they move.
+    package var patienceEnds: Int {
+        self.patienceEndCount.load(ordering: .acquiring)
+    }
+
     /// Whether the probe has settled: the target was seen drained, or the report has been made.
     package var isSettled: Bool {
         self.phase.load(ordering: .acquiring) == Phase.settled.rawValue
@@ -188,6 +195,7 @@ package final class MainQueueProbe: Sendable {
 
     /// Ends a watch whose patience ran out: reports, unless the marker has run or the probe was switched off since.
     private func endWatch(after patience: Duration) {
+        defer { self.patienceEndCount.add(1, ordering: .releasing) }
         let stuck = self.patienceStorage.mutate { current -> Bool in
             // The marker ran: settled.
             guard self.change(from: .watching, to: .reporting) else { return false }

@@ -157,7 +157,8 @@ public final class CountingSemaphore {
     )
     public func wait(_ timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         guard timeout > .zero else { return self.wait(DispatchTime.now(), file: file, line: line) }
-        let deadline = timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
+        let deadline =
+            timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
         return self.wait(deadline, file: file, line: line)
     }
 
