@@ -19,9 +19,8 @@ struct MainQueueDoctorTests {
         clock: TestClock = TestClock()
     ) -> (MainQueueProbe, AtomicBox<[String]>) {
         let reports = AtomicBox<[String]>([])
-        let probe = MainQueueProbe(target: { target }, patience: patience, clock: clock) { message in
-            reports.mutate { $0.append(message) }
-        }
+        let report: @Sendable (String) -> Void = { message in reports.mutate { $0.append(message) } }
+        let probe = MainQueueProbe(target: { target }, patience: patience, clock: clock, report: report)
         return (probe, reports)
     }
 

@@ -25,9 +25,11 @@ private func overdueLedgerReports(into found: AtomicBox<[DiagnosticReport]>) -> 
     }
 }
 
-/// Each value's watch runs on a `TestClock` the test moves (the package's `QueueSafeValue(value:completionWatchClock:)`),
-/// with the default patience of ten seconds: none of it passes in real time. The patience and the capture of reports
-/// are global: these tests run one at a time, and put the patience back.
+/// The doctor's patience, on a clock each test moves.
+///
+/// Each value's watch runs on a `TestClock` (the package's `QueueSafeValue(value:completionWatchClock:)`), with the
+/// default patience of ten seconds: none of it passes in real time. The patience and the capture of reports are
+/// global: these tests run one at a time, and put the patience back.
 @Suite("ManualCompletionDoctor", .serialized, .timeLimit(.minutes(1)))
 struct ManualCompletionDoctorTests {
     /// The default patience, which these tests keep but one.
@@ -192,8 +194,9 @@ struct ManualCompletionDoctorTests {
             clock.advance(by: .seconds(5))
             let witness = AtomicBox<CommandCompletionClosure?>(nil)
             let line: UInt = #line + 1
-            value.async(performIn: queue).lowestPriority.get(manualCompletion: { _, done in witness.mutate { $0 = done }
-                })
+            value.async(performIn: queue).lowestPriority.get(manualCompletion: { _, done in
+                witness.mutate { $0 = done }
+            })
             try await clock.waitForSleepers(1)
             #expect(clock.deadlines == [clock.now.advanced(by: Self.patience)], "the first command set no check")
             clock.advance(by: Self.patience)
