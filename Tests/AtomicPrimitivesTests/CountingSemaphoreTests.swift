@@ -64,6 +64,21 @@ struct CountingSemaphoreTests {
         }
     }
 
+    @Test("wait(_:) with a Duration: zero or less takes only a free resource, a huge one waits without a limit")
+    func durationWait() async throws {
+        try await offPoolTest { checks in
+            let semaphore = CountingSemaphore()
+            checks.expect(semaphore.wait(Duration.zero) == .timedOut)
+            checks.expect(semaphore.wait(.seconds(-1)) == .timedOut)
+            checks.expect(semaphore.wait(.milliseconds(1)) == .timedOut)
+            semaphore.signal()
+            checks.expect(semaphore.wait(Duration.zero) == .success, "a free resource is taken with no time to wait")
+            DispatchQueue.global().async { semaphore.signal() }
+            checks.expect(semaphore.wait(.seconds(Int64.max)) == .success)
+            checks.expect(semaphore.waiterCount == 0)
+        }
+    }
+
     @Test("wait with a timeout returns .timedOut no earlier than the deadline")
     func waitTimesOut() async throws {
         try await offPoolTest { checks in

@@ -109,6 +109,20 @@ struct GCDTaskAndGroupTests {
         }
     }
 
+    @Test("wait(timeout:) with a Duration: zero only looks, a short one times out, a huge one waits without a limit")
+    func durationWait() async throws {
+        try await offPoolTest { checks in
+            let group = GCDGroup()
+            group.enter()
+            checks.expect(group.wait(timeout: Duration.zero) == .timedOut)
+            checks.expect(group.wait(timeout: .seconds(-1)) == .timedOut)
+            checks.expect(group.wait(timeout: .milliseconds(1)) == .timedOut)
+            DispatchQueue.global().async { group.leave() }
+            checks.expect(group.wait(timeout: .seconds(Int64.max)) == .success)
+            checks.expect(group.wait(timeout: Duration.zero) == .success)
+        }
+    }
+
     @Test("enter and leave balanced from many threads at once leave the group done")
     func balancedEnterLeaveUnderContention() async throws {
         try await offPoolTest { checks in

@@ -182,10 +182,67 @@ struct GCDTimerSchedulingTests {
             huge.start()
             queue.after(.infinity) { fired.signal() }
             queue.after(9.3e9) { fired.signal() }
+            // The Duration spellings: too long to represent in nanoseconds (about 292 years or more) is never.
+            let longest = Duration.seconds(Int64.max)
+            let neverDuration = GCDTimer(queue: queue, interval: longest)
+            neverDuration.handler { fired.signal() }
+            neverDuration.toleranceDuration = longest
+            neverDuration.start()
+            queue.after(longest) { fired.signal() }
+            queue.after(.seconds(9_300_000_000)) { fired.signal() }
             checks.expect(fired.wait(timeout: .now() + .milliseconds(100)) == .timedOut)
             never.stop()
             huge.stop()
+            neverDuration.stop()
         }
+    }
+
+    @Test("the Duration spellings fire as the seconds do: once, repeating, from a date, after a delay")
+    func durationSpellings() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let queue = GCDQueue(name: "test.timer.duration")
+            let repeating = GCDTimer.scheduleWithInterval(.milliseconds(5), onQueue: queue, repeating: .milliseconds(5))
+            {
+                fired.signal()
+            }
+            for _ in 0..<3 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            checks.expect(repeating.isRunning)
+            checks.expect(repeating.repeatDuration == .milliseconds(5))
+            repeating.stop()
+            let once = GCDTimer.scheduleWithInterval(.zero, onQueue: queue) { fired.signal() }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(once.repeatDuration == nil)
+            let dated = GCDTimer.scheduleWithDate(.now(), onQueue: queue, repeating: .milliseconds(5)) {
+                fired.signal()
+            }
+            for _ in 0..<2 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            dated.stop()
+            let paused = GCDTimer(queue: queue, interval: .milliseconds(1))
+            paused.handler { fired.signal() }
+            paused.start()
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            queue.after(.milliseconds(1)) { fired.signal() }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+        }
+    }
+
+    @Test("repeatInterval and repeatDuration are one setting, as are tolerance and toleranceDuration")
+    func durationViews() {
+        let timer = GCDTimer(interval: .seconds(1))
+        timer.repeatDuration = .milliseconds(1_500)
+        #expect(timer.repeatInterval == 1.5)
+        timer.repeatInterval = 0.25
+        #expect(timer.repeatDuration == .milliseconds(250))
+        timer.repeatInterval = .infinity
+        #expect(timer.repeatDuration == Duration(secondsComponent: .max, attosecondsComponent: 0), "the longest")
+        timer.repeatDuration = nil
+        #expect(timer.repeatInterval == nil)
+        #expect(timer.toleranceDuration == .zero)
+        timer.toleranceDuration = .milliseconds(20)
+        #expect(timer.tolerance == 0.02)
+        timer.tolerance = 0.5
+        #expect(timer.toleranceDuration == .milliseconds(500))
     }
 
     @Test("a small tolerance and a zero interval still fire")
@@ -204,6 +261,8 @@ struct GCDTimerSchedulingTests {
     enum BadNumber: String, CaseIterable, Sendable, Codable {
         case nanInterval, negativeInterval, nanRepeat, zeroRepeat, negativeRepeat, nanTolerance, negativeTolerance
         case nanAfter, negativeAfter, nanScheduleRepeat
+        case negativeDurationInterval, zeroRepeatDuration, negativeToleranceDuration, negativeDurationAfter
+        case zeroScheduleRepeatDuration
 
         /// The text the trap's message must contain.
         var message: String {
@@ -213,6 +272,12 @@ struct GCDTimerSchedulingTests {
                 "GCDTimer: repeatInterval must be a number of seconds greater than 0"
             case .nanTolerance, .negativeTolerance: "GCDTimer: tolerance must be a number of seconds, 0 or more"
             case .nanAfter, .negativeAfter: "GCDQueue.after: seconds must be a number of seconds, 0 or more"
+            case .negativeDurationInterval: "GCDTimer: interval must be a duration of 0 or more; got -1.0 seconds"
+            case .zeroRepeatDuration, .zeroScheduleRepeatDuration:
+                "GCDTimer: repeatDuration must be a duration greater than 0; got 0.0 seconds"
+            case .negativeToleranceDuration:
+                "GCDTimer: toleranceDuration must be a duration of 0 or more; got -0.001 seconds"
+            case .negativeDurationAfter: "GCDQueue.after: delay must be a duration of 0 or more; got -1.0 seconds"
             }
         }
 
@@ -229,12 +294,17 @@ struct GCDTimerSchedulingTests {
             case .nanAfter: GCDQueue.background.after(.nan) {}
             case .negativeAfter: GCDQueue.background.after(-1) {}
             case .nanScheduleRepeat: _ = GCDTimer.scheduleWithInterval(1, repeating: .nan) {}
+            case .negativeDurationInterval: _ = GCDTimer(interval: .seconds(-1))
+            case .zeroRepeatDuration: timer.repeatDuration = .zero
+            case .negativeToleranceDuration: timer.toleranceDuration = .milliseconds(-1)
+            case .negativeDurationAfter: GCDQueue.background.after(.seconds(-1)) {}
+            case .zeroScheduleRepeatDuration: _ = GCDTimer.scheduleWithInterval(.seconds(1), repeating: .zero) {}
             }
         }
     }
 
     @Test(
-        "NaN, negative and zero-repeat numbers trap with a message naming the type and parameter",
+        "NaN, negative and zero-repeat numbers and Durations trap with a message naming the type, parameter and value",
         arguments: BadNumber.allCases
     )
     func badNumbers(bad: BadNumber) async {

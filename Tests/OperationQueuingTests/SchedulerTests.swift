@@ -75,4 +75,45 @@ struct SchedulerTests {
         #expect(Scheduler(deadline: deadline).repeating == .never)
         scheduler.cancel()
     }
+
+    @Test("the Duration spelling fires after its delay and on its interval, and reads back as Dispatch values")
+    func durationSpelling() async throws {
+        try await offPoolTest { checks in
+            let fired = DispatchSemaphore(value: 0)
+            let scheduler = Scheduler(after: .milliseconds(5), repeating: .milliseconds(5)) { fired.signal() }
+            for _ in 0..<3 { checks.expect(fired.wait(timeout: deadline()) == .success) }
+            scheduler.cancel()
+            checks.expect(scheduler.repeating == .nanoseconds(5_000_000))
+            let once = Scheduler(after: .zero, qualityOfService: .utility) { fired.signal() }
+            checks.expect(fired.wait(timeout: deadline()) == .success)
+            checks.expect(once.repeating == .never)
+            checks.expect(once.qualityOfService == .utility)
+        }
+    }
+
+    @Test("a Duration too long to represent means never: no first fire, or no repeat")
+    func durationTooLongMeansNever() {
+        let never = Scheduler(after: .seconds(Int64.max), repeating: .seconds(Int64.max))
+        #expect(never.deadline == .distantFuture)
+        #expect(never.repeating == .never)
+    }
+
+    @Test("a negative delay or a repeat of zero or less traps, naming the parameter and the value", arguments: [0, 1])
+    func badDurations(which: Int) async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) { [which] in
+            if which == 0 {
+                _ = Scheduler(after: .seconds(-1)) {}
+            } else {
+                _ = Scheduler(after: .zero, repeating: .zero) {}
+            }
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(
+            stderr.contains(
+                which == 0
+                    ? "Scheduler: delay must be 0 or more, got -1.0 seconds"
+                    : "Scheduler: repeating must be nil or more than zero, got 0.0 seconds"
+            )
+        )
+    }
 }
