@@ -99,11 +99,13 @@ EXPECTED_OUTPUT = [
 BLOCKING_TWINS = [
     ("try await semaphore.wait()", "use `try await semaphore.acquire()`"),
     ("_ = await semaphore.wait(.now() + 1)", "use `await semaphore.wait(timeout:)`"),
+    ("_ = await semaphore.wait(.seconds(1))", "use `await semaphore.wait(timeout:)`"),
     ("await semaphore.perform {}", "use `try await semaphore.withPermit { … }`"),
     ("await semaphore--", "use `try await semaphore.acquire()`"),
     ("await semaphore <<< {}", "use `try await semaphore.withPermit { … }`"),
     ("await group.wait()", "use `await group.waitForAll()`"),
     ("_ = await group.wait(timeout: .now() + 1)", "use `await group.waitForAll()`"),
+    ("_ = await group.wait(timeout: .seconds(1))", "use `await group.waitForAll()`"),
     ("await queuer.waitUntilAllOperationsAreFinished()", "use `await queuer.waitForAll()`"),
     ("_ = await value.wait.lowestPriority.get()", "use the suspend schedule: `await value.suspend.lowestPriority.get()`"),
     ("await value.wait.lowestPriority.get(completion: { _ in })", "`await value.suspend.lowestPriority.get()`"),

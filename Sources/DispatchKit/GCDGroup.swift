@@ -162,7 +162,7 @@ public final class GCDGroup: Sendable {
     }
 
     /// Blocks the calling thread until everything in the group has finished, or for `timeout` at most:
-    /// ``wait(timeout:file:line:)`` with a `Duration` from now.
+    /// ``wait(timeout:file:line:)-(DispatchTime,_,_)`` with a `Duration` from now.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
     /// inside a Swift concurrency task (through a synchronous function) is reported once per call site.

@@ -32,7 +32,7 @@ import Dispatch
 /// oldest waiter, whichever kind it is: nobody overtakes, and a cancellation or timeout racing a signal either
 /// leaves with the resource or leaves it to the next waiter, never loses or duplicates it.
 ///
-/// The blocking calls, ``wait(file:line:)``, ``wait(_:file:line:)`` and ``perform(file:line:_:)``, are unavailable
+/// The blocking calls, ``wait(file:line:)``, ``wait(_:file:line:)-(DispatchTime,_,_)`` and ``perform(file:line:_:)``, are unavailable
 /// from async code: the compiler names the async form instead. Write `try await semaphore.acquire()` rather than
 /// `try await semaphore.wait()`: in an `async` function both suspend, but in the top-level code of a `main.swift`
 /// the second picks the blocking overload, and is an error.
@@ -138,7 +138,7 @@ public final class CountingSemaphore {
         )
     }
 
-    /// Takes a resource, waiting for `timeout` at most: ``wait(_:file:line:)`` with a `Duration` from now.
+    /// Takes a resource, waiting for `timeout` at most: ``wait(_:file:line:)-(DispatchTime,_,_)`` with a `Duration` from now.
     ///
     /// It blocks the calling thread, and is unavailable from async code: there, `await wait(timeout:)` suspends
     /// instead. In debug builds, a call from inside a task (through a synchronous function) is reported once per call
