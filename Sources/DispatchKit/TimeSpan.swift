@@ -7,7 +7,7 @@ import Dispatch
 /// silently never fires on NaN; this names the mistake instead. The two spellings follow one rule: a span too long to
 /// represent in nanoseconds (about 292 years or more; for seconds, `infinity` too) means never, and a negative one
 /// (or NaN) traps.
-enum TimeSpan: Equatable {
+enum TimeSpan {
     /// A number of seconds.
     case seconds(Double)
     /// A duration.

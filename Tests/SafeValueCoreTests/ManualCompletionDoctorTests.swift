@@ -149,7 +149,10 @@ struct ManualCompletionDoctorTests {
             let queue = DispatchQueue(label: "test.doctor.timely")
             value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
                 ledger.entries += 1
-                DispatchQueue.global().async { done() }  // after the closure returns, at once
+                // After the closure returns, at once: the serial queue runs it after the command's job, which has
+                // handed the command to the value's watch by then. (A done that comes before that look needs no
+                // watch.)
+                queue.async { done() }
             })
             value.async(performIn: queue).lowestPriority.set(manualCompletion: { ledger, done in
                 ledger.entries += 1
