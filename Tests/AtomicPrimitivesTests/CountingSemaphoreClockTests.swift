@@ -13,7 +13,8 @@ struct CountingSemaphoreClockTests {
         let semaphore = CountingSemaphore()
         let waiter = Task { await semaphore.wait(timeout: .seconds(30), clock: clock) }
         try await clock.waitForSleepers(1)
-        #expect(semaphore.waiterCount == 1)
+        // A deadline's sleeper may start before its waiter takes its place in the line: wait for both.
+        #expect(await suspendUntil { semaphore.waiterCount == 1 })
         clock.advance(by: .seconds(30) - .nanoseconds(1))
         #expect(clock.deadlines.count == 1, "the deadline's sleeper still sleeps")
         #expect(semaphore.waiterCount == 1, "and the waiter still waits")
@@ -103,7 +104,7 @@ struct CountingSemaphoreClockTests {
             Task { await semaphore.wait(timeout: .seconds(seconds), clock: clock) }
         }
         try await clock.waitForSleepers(3)
-        #expect(semaphore.waiterCount == 3)
+        #expect(await suspendUntil { semaphore.waiterCount == 3 })
         clock.advance(to: TestClock.Instant(offset: .seconds(10)))
         #expect(await waiters[1].value == false)
         #expect(semaphore.waiterCount == 2)
