@@ -100,11 +100,14 @@ struct CountingSemaphoreClockTests {
     func severalDeadlines() async throws {
         let clock = TestClock()
         let semaphore = CountingSemaphore()
-        let waiters = [20, 10, 30].map { seconds in
-            Task { await semaphore.wait(timeout: .seconds(seconds), clock: clock) }
+        // One at a time, so that the line's order is the order here: tasks started together may queue in any order.
+        var waiters: [Task<Bool, Never>] = []
+        for seconds in [20, 10, 30] {
+            waiters.append(Task { await semaphore.wait(timeout: .seconds(seconds), clock: clock) })
+            let count = waiters.count
+            #expect(await suspendUntil { semaphore.waiterCount == count })
         }
         try await clock.waitForSleepers(3)
-        #expect(await suspendUntil { semaphore.waiterCount == 3 })
         clock.advance(to: TestClock.Instant(offset: .seconds(10)))
         #expect(await waiters[1].value == false)
         #expect(semaphore.waiterCount == 2)
