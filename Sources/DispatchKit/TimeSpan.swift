@@ -34,18 +34,22 @@ enum TimeSpan {
         }
     }
 
-    /// Checks the span as a repeat interval: more than zero.
+    /// Checks the span as a repeat interval: at least one nanosecond, Dispatch's unit.
     ///
-    /// - Precondition: The span is more than zero (seconds not NaN): 0 would fire without pause.
+    /// - Precondition: The span is at least one nanosecond (seconds not NaN): less is 0 to Dispatch, which would
+    ///   fire without pause.
     func checkRepeat(_ name: @autoclosure () -> String) {
         switch self {
         case .seconds(let seconds):
             precondition(
-                !seconds.isNaN && seconds > 0,
-                "\(name()) must be a number of seconds greater than 0; got \(seconds)"
+                !seconds.isNaN && seconds >= 1e-9,
+                "\(name()) must be a number of seconds of at least one nanosecond (1e-9); got \(seconds)"
             )
         case .duration(let duration):
-            precondition(duration > .zero, "\(name()) must be a duration greater than 0; got \(duration)")
+            precondition(
+                duration >= .nanoseconds(1),
+                "\(name()) must be a duration of at least one nanosecond; got \(duration)"
+            )
         }
     }
 

@@ -77,7 +77,7 @@ public final class Scheduler: @unchecked Sendable {
     ///   - repeating: The time between fires; `nil` (the default) fires once.
     ///   - qualityOfService: The quality of service of the global queue the handler runs on.
     ///   - handler: What to run; without one, the scheduler starts at the first ``setHandler(_:)``.
-    /// - Precondition: `delay` is 0 or more; `repeating` is `nil` or more than zero.
+    /// - Precondition: `delay` is 0 or more; `repeating` is `nil` or at least one nanosecond.
     public convenience init(
         after delay: Duration,
         repeating: Duration? = nil,
@@ -86,7 +86,10 @@ public final class Scheduler: @unchecked Sendable {
     ) {
         precondition(delay >= .zero, "Scheduler: delay must be 0 or more, got \(delay)")
         if let repeating {
-            precondition(repeating > .zero, "Scheduler: repeating must be nil or more than zero, got \(repeating)")
+            precondition(
+                repeating >= .nanoseconds(1),
+                "Scheduler: repeating must be nil or at least one nanosecond (Dispatch's unit), got \(repeating)"
+            )
         }
         self.init(
             deadline: delay.nanosecondsIfRepresentable.map { .now() + .nanoseconds($0) } ?? .distantFuture,

@@ -262,19 +262,20 @@ struct GCDTimerSchedulingTests {
         case nanInterval, negativeInterval, nanRepeat, zeroRepeat, negativeRepeat, nanTolerance, negativeTolerance
         case nanAfter, negativeAfter, nanScheduleRepeat
         case negativeDurationInterval, zeroRepeatDuration, negativeToleranceDuration, negativeDurationAfter
-        case zeroScheduleRepeatDuration
+        case zeroScheduleRepeatDuration, subNanosecondRepeat, subNanosecondRepeatDuration
 
         /// The text the trap's message must contain.
         var message: String {
             switch self {
             case .nanInterval, .negativeInterval: "GCDTimer: interval must be a number of seconds, 0 or more"
-            case .nanRepeat, .zeroRepeat, .negativeRepeat, .nanScheduleRepeat:
-                "GCDTimer: repeatInterval must be a number of seconds greater than 0"
+            case .nanRepeat, .zeroRepeat, .negativeRepeat, .nanScheduleRepeat, .subNanosecondRepeat:
+                "GCDTimer: repeatInterval must be a number of seconds of at least one nanosecond"
             case .nanTolerance, .negativeTolerance: "GCDTimer: tolerance must be a number of seconds, 0 or more"
             case .nanAfter, .negativeAfter: "GCDQueue.after: seconds must be a number of seconds, 0 or more"
             case .negativeDurationInterval: "GCDTimer: interval must be a duration of 0 or more; got -1.0 seconds"
             case .zeroRepeatDuration, .zeroScheduleRepeatDuration:
-                "GCDTimer: repeatDuration must be a duration greater than 0; got 0.0 seconds"
+                "GCDTimer: repeatDuration must be a duration of at least one nanosecond; got 0.0 seconds"
+            case .subNanosecondRepeatDuration: "GCDTimer: repeatDuration must be a duration of at least one nanosecond"
             case .negativeToleranceDuration:
                 "GCDTimer: toleranceDuration must be a duration of 0 or more; got -0.001 seconds"
             case .negativeDurationAfter: "GCDQueue.after: delay must be a duration of 0 or more; got -1.0 seconds"
@@ -296,6 +297,8 @@ struct GCDTimerSchedulingTests {
             case .nanScheduleRepeat: _ = GCDTimer.scheduleWithInterval(1, repeating: .nan) {}
             case .negativeDurationInterval: _ = GCDTimer(interval: .seconds(-1))
             case .zeroRepeatDuration: timer.repeatDuration = .zero
+            case .subNanosecondRepeat: timer.repeatInterval = 1e-12  // 0 ns to Dispatch: it would fire without pause
+            case .subNanosecondRepeatDuration: timer.repeatDuration = .nanoseconds(1) / 2
             case .negativeToleranceDuration: timer.toleranceDuration = .milliseconds(-1)
             case .negativeDurationAfter: GCDQueue.background.after(.seconds(-1)) {}
             case .zeroScheduleRepeatDuration: _ = GCDTimer.scheduleWithInterval(.seconds(1), repeating: .zero) {}

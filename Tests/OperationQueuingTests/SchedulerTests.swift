@@ -112,7 +112,7 @@ struct SchedulerTests {
             stderr.contains(
                 which == 0
                     ? "Scheduler: delay must be 0 or more, got -1.0 seconds"
-                    : "Scheduler: repeating must be nil or more than zero, got 0.0 seconds"
+                    : "Scheduler: repeating must be nil or at least one nanosecond (Dispatch's unit), got 0.0 seconds"
             )
         )
     }

@@ -3,8 +3,8 @@ import Dispatch
 extension Clock where Duration == Swift.Duration {
     /// Runs `body` once `delay` has passed on this clock: how the package's doctors look again after their patience.
     ///
-    /// On the continuous and the suspending clock it is a Dispatch timer on a global queue, and a delay too long to
-    /// represent in nanoseconds never comes. On another clock, such as a test's `TestClock`, it is a task that sleeps
+    /// A delay too long to represent in nanoseconds never comes. On the continuous and the suspending clock it is a
+    /// Dispatch timer on a global queue. On another clock, such as a test's `TestClock`, it is a task that sleeps
     /// on the clock until `delay` from now (measured now, not when the task starts) and then runs `body`; a test
     /// moves the clock past the deadline instead of waiting for real time.
     ///
@@ -12,8 +12,9 @@ extension Clock where Duration == Swift.Duration {
     ///   - delay: How long from now; zero or less runs `body` as soon as it can.
     ///   - body: The work; it runs on a global queue or in a task of its own.
     package func runAfter(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
+        // A delay too long to represent never comes, on every clock alike.
+        guard let nanoseconds = delay.nanosecondsIfRepresentable else { return }
         if self is ContinuousClock || self is SuspendingClock {
-            guard let nanoseconds = delay.nanosecondsIfRepresentable else { return }
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
         } else {
             let deadline = self.now.advanced(by: delay)

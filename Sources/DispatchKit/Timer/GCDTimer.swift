@@ -103,7 +103,7 @@ public final class GCDTimer: @unchecked Sendable {
     ///   - repeating: The interval between later fires; `nil` (the default) fires once.
     ///   - handler: What to do on each fire.
     /// - Returns: The running timer. Keep it: releasing it stops it.
-    /// - Precondition: `seconds` is a number, 0 or more; `repeating` is `nil` or a number greater than 0.
+    /// - Precondition: `seconds` is a number, 0 or more; `repeating` is `nil` or at least one nanosecond (1e-9).
     public static func scheduleWithInterval(
         _ seconds: Double,
         onQueue: GCDQueue = .background,
@@ -157,7 +157,7 @@ public final class GCDTimer: @unchecked Sendable {
     ///   - repeating: The interval between later fires; `nil` (the default) fires once.
     ///   - handler: What to do on each fire.
     /// - Returns: The running timer. Keep it: releasing it stops it.
-    /// - Precondition: `repeating` is `nil` or a number greater than 0.
+    /// - Precondition: `repeating` is `nil` or at least one nanosecond (1e-9).
     public static func scheduleWithDate(
         _ date: DispatchWallTime,
         onQueue: GCDQueue = .background,
@@ -206,7 +206,8 @@ public final class GCDTimer: @unchecked Sendable {
     /// changes nothing for this timer. An interval too long to represent (about 292 years or more, `infinity`
     /// included) repeats never, though the timer stays running. ``repeatDuration`` is the same setting as a
     /// `Duration`: a value set there reads here as the nearest number of seconds.
-    /// - Precondition: A new value is `nil` or a number greater than 0 (not NaN: 0 would fire without pause).
+    /// - Precondition: A new value is `nil` or at least one nanosecond, 1e-9 (not NaN: less is 0 to Dispatch, which
+    ///   would fire without pause).
     public var repeatInterval: Double? {
         get { self.lock.withLock { self.repeatIntervalStorage?.inSeconds } }
         set { self.setRepeat(newValue.map { .seconds($0) }, "GCDTimer: repeatInterval") }
