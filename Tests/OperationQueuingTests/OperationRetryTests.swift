@@ -158,7 +158,10 @@ struct OperationRetryTests {
         group.maximumAttempts = 1
     }
 
-    @Test("maximumAttempts below 1, or above 1 on a group, traps naming the type, the value and the rule", arguments: 0..<4)
+    @Test(
+        "maximumAttempts below 1, or above 1 on a group, traps naming the type, the value and the rule",
+        arguments: 0..<4
+    )
     func maximumAttemptsTraps(index: Int) async {
         let expected = [
             "ConcurrentOperation 'upload': maximumAttempts is the number of attempts in all, the first included, and "

@@ -157,9 +157,11 @@ package struct OperationStateMachine: Equatable, Sendable {
         return (number == nil || number == attempt.number) && !attempt.finishCalled
     }
 
-    /// The attempt whose failure, reported now by a `finish` for attempt `number` (or for the running attempt, when
-    /// `nil`), would be followed by another: `nil` if that `finish` would do nothing, or the operation would end
-    /// anyway (it was cancelled, or that was its last attempt). Only then is the error filter asked.
+    /// The attempt that a failure reported now by a `finish` for attempt `number` would end, if another would follow.
+    ///
+    /// `number` `nil` stands for the running attempt. The result is `nil` if that `finish` would do nothing, or the
+    /// operation would end anyway (it was cancelled, or that was its last attempt). Only otherwise is the error
+    /// filter asked.
     package func attemptRetriedOnFailure(_ number: Int?) -> Int? {
         guard self.acceptsFinish(attempt: number), !self.isCancelled, self.currentAttempt < self.attemptLimit else {
             return nil
