@@ -73,7 +73,7 @@ extension Queuer {
                     retries.shouldRetry?(error, attempt) ?? true, retries.budget?.withdrawRetry() ?? true
                 else { throw error }
                 let delay = retries.policy.delay(beforeRetry: attempt, jitterSeed: retries.jitterSeed)
-                if delay > .zero { try await clock.sleep(for: delay) }
+                if delay > .zero { try await RetryTimer.sleep(for: delay, on: clock) }
                 attempt += 1
             }
         }

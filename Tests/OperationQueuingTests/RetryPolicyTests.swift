@@ -1,3 +1,4 @@
+import ConcurrencyKitTesting
 import Dispatch
 import Foundation
 import OperationQueuing

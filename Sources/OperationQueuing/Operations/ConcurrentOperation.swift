@@ -38,8 +38,8 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var retryClock: any Clock<Duration> = ContinuousClock()
         /// The seed of the retry delays' jitter; `nil`: the system's random numbers.
         var retryJitterSeed: UInt64?
-        /// The task that waits out the delay before the pending attempt, so that a cancel can end the wait at once.
-        var delay: Task<Void, Never>?
+        /// The wait before the pending attempt, so that a cancel can end it at once.
+        var delay: RetryTimer?
     }
 
     // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
@@ -487,27 +487,24 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     /// Begins attempt `attempt` on a global queue after `delay` has passed on ``retryClock``, unless the operation
     /// was cancelled meanwhile.
     ///
-    /// The wait is a task asleep on the clock, which ``cancel()`` cancels: the clock's timer goes at once. The task
-    /// holds the operation only weakly (its queue keeps it alive until it finishes), and the attempt itself runs on
-    /// the global queue, never in the task, since an attempt may block its thread.
+    /// The wait is a ``RetryTimer``, which ``cancel()`` cancels: its timer goes at once. It holds the operation only
+    /// weakly (its queue keeps it alive until it finishes), and the attempt runs on the global queue, never in a task,
+    /// since an attempt may block its thread.
     private func schedule(_ attempt: Int, after delay: Duration) {
         let queue = DispatchQueue.global(qos: self.qualityOfService.dispatchQoS)
         guard delay > .zero else {
             queue.async { self.beginScheduled(attempt) }
             return
         }
-        let clock = self.retryClock
-        let wait = Task.detached { [weak self] in
-            do { try await clock.sleep(for: delay) } catch { return }  // cancelled with the operation
-            guard let self else { return }
-            queue.async { self.beginScheduled(attempt) }
+        let timer = RetryTimer(after: delay, on: self.retryClock, queue: queue) { [weak self] in
+            self?.beginScheduled(attempt)
         }
         let cancelled = self.state.mutate { state -> Bool in
             guard state.machine.phase == .pending(attempt: attempt) else { return true }
-            state.delay = wait
+            state.delay = timer
             return false
         }
-        if cancelled { wait.cancel() }  // a cancel() that came before the wait was recorded
+        if cancelled { timer.cancel() }  // a cancel() that came before the wait was recorded
     }
 
     /// Begins attempt `attempt`, handed to a queue, unless the operation was cancelled meanwhile.
