@@ -29,7 +29,7 @@ import AtomicPrimitives
 ///         throw Unavailable()  // the service is down
 ///     }
 /// }
-/// print(attempts.value)  // 1110: 1,000 first attempts, 10 saved-up retries, 100 earned
+/// print(attempts.value)  // 1109: 1,000 calls, and 109 retries: the 10 the budget held, 99 earned
 /// ```
 ///
 /// Share one budget between the calls to one service, across tasks and threads: it is `Sendable`, and its balance

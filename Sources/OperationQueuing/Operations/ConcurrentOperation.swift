@@ -17,8 +17,10 @@ import Foundation
 /// ```
 ///
 /// - An attempt runs ``execute()``, which runs ``executionBlock`` by default; subclasses override it.
-/// - With ``success`` still `false` after an attempt, the operation runs another, until ``maximumRetries``
-///   attempts (0 behaves as 1) have run; ``currentAttempt`` counts them from 1.
+/// - With ``success`` still `false` after an attempt, the operation runs another, until ``maximumAttempts`` attempts
+///   (Queuer's ``maximumRetries``, the same number) have run; ``currentAttempt`` counts them from 1. A
+///   ``retryPolicy`` spaces them out on ``retryClock``, and ``shouldRetry`` can refuse an error that another attempt
+///   cannot cure (see ``finish(throwing:)``).
 /// - With ``manualRetry``, a failed attempt waits for ``retry()`` instead; with ``manualFinish``, an attempt ends only
 ///   when ``finish(success:)`` is called, from any thread, and waiting for it uses no CPU. See <doc:RetryingOperations>.
 ///

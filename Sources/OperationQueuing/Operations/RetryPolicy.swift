@@ -15,9 +15,11 @@ import Foundation
 /// print(sync.currentAttempt, sync.success)  // 2 true
 /// ```
 ///
-/// The delay never blocks a thread: the next attempt is scheduled on a global queue when the delay has passed. An
-/// operation cancelled during the delay finishes at once. The policy applies to automatic retries only; with
-/// ``ConcurrentOperation/manualRetry``, ``ConcurrentOperation/retry()`` decides when.
+/// The delay never blocks a thread: it passes on the operation's ``ConcurrentOperation/retryClock``, and the next
+/// attempt is scheduled on a global queue when it has. An operation cancelled during the delay finishes at once, and
+/// the delay's timer goes with it. The policy applies to automatic retries only; with
+/// ``ConcurrentOperation/manualRetry``, ``ConcurrentOperation/retry()`` decides when. ``Queuer/run(retrying:clock:_:)``
+/// spaces its attempts with a policy too, given in its ``RetryConfiguration``.
 public struct RetryPolicy: Sendable, Hashable {
     private enum Shape: Sendable, Hashable {
         case immediate
