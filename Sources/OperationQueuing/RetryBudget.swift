@@ -29,7 +29,8 @@ import AtomicPrimitives
 ///         throw Unavailable()  // the service is down
 ///     }
 /// }
-/// print(attempts.value)  // 1109: 1,000 calls, and 109 retries: the 10 the budget held, 99 earned
+/// // 1,000 calls, and 109 retries: the 10 the budget held, and 99 that the calls earned.
+/// print(attempts.value)  // 1109
 /// ```
 ///
 /// Share one budget between the calls to one service, across tasks and threads: it is `Sendable`, and its balance

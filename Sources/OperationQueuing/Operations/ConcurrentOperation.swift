@@ -511,12 +511,12 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// Begins attempt `attempt`, handed to a queue, unless the operation was cancelled meanwhile.
     private func beginScheduled(_ attempt: Int) {
-        self.apply(
-            self.state.mutate { state in
-                state.delay = nil
-                return state.machine.begin(attempt)
-            }
-        )
+        let (action, delay) = self.state.mutate { state in
+            defer { state.delay = nil }
+            return (state.machine.begin(attempt), state.delay)
+        }
+        _ = delay  // the wait that has ended, released here rather than under the lock
+        self.apply(action)
     }
 
     /// Finishes the operation once, changing state between KVO notifications.
