@@ -197,25 +197,25 @@ struct OperationRetryTests {
         let operation = AsyncOperation { operation in
             if operation.currentAttempt < 3 { throw Flaky(attempt: operation.currentAttempt) }
         }
-        operation.retryPolicy = .exponential(initial: .seconds(30), maximum: .seconds(60))
+        operation.retryPolicy = .exponential(initial: .seconds(1_800), maximum: .seconds(3_600))
         operation.retryClock = clock
         let started = ContinuousClock.now
         queuer.addOperation(operation)
         try await clock.waitForSleepers(1)
-        #expect(clock.deadlines.map(\.offset) == [.seconds(30)])
-        clock.advance(by: .seconds(30) - .nanoseconds(1))
+        #expect(clock.deadlines.map(\.offset) == [.seconds(1_800)])
+        clock.advance(by: .seconds(1_800) - .nanoseconds(1))
         #expect(operation.currentAttempt == 1, "not a nanosecond early")
         clock.advance(by: .nanoseconds(1))
         try await clock.waitForSleepers(1)
         #expect(operation.currentAttempt == 2)
-        #expect(clock.deadlines.map(\.offset) == [.seconds(90)], "then 60 s")
-        clock.advance(by: .seconds(60))
+        #expect(clock.deadlines.map(\.offset) == [.seconds(5_400)], "then an hour")
+        clock.advance(by: .seconds(3_600))
         await queuer.waitForAll()
         let wall = started.duration(to: .now)
         #expect(operation.currentAttempt == 3)
         #expect(operation.success)
-        #expect(wall * 10 <= .seconds(90), "90 s of delays took \(wall)")
-        print("AsyncOperation retry delays: 90 s on the test clock took \(wall) of real time")
+        #expect(wall * 10 <= .seconds(5_400), "90 minutes of delays took \(wall)")
+        print("AsyncOperation retry delays: 90 minutes on the test clock took \(wall) of real time")
     }
 
     @Test("an attempt after a delay runs on a dispatch queue, not in the task that waited on the clock")
