@@ -81,6 +81,8 @@ GOALS = [
      "per operation, rounds of each alternate"),
     ("ratio", "consumer Queuer 10000 ConcurrentOperations", "consumer OperationQueue 10000 BlockOperations", None,
      "per operation, measured one after the other, for information"),
+    ("paired", "consumer Queuer.run(retrying:)/Queuer.run alternating rounds", None, 1.1,
+     "1,000 awaited calls whose first attempt succeeds, rounds of each alternate"),
     ("mallocs", "MutexLock.withLock increment", None, 0, "per 1,000 operations"),
     ("mallocs", "AtomicBox.mutate increment", None, 0, "per 1,000 operations"),
     ("mallocs", "AtomicBox.value read", None, 0, "per 1,000 operations"),

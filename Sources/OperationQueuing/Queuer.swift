@@ -133,13 +133,21 @@ public final class Queuer: Sendable {
     /// - Throws: What `body` throws, or `CancellationError` if the call was cancelled, or the operation cancelled
     ///   (by ``cancelAll()``), before the body started.
     public func run<Value: Sendable>(_ body: @escaping @Sendable () async throws -> Value) async throws -> Value {
-        let call = RunCall<Value>()
-        let operation = AsyncOperation(name: "Queuer.run") { _ in
+        try await self.runAttempt(RunCall(), body)
+    }
+
+    /// Runs `body` once as an operation, for `call`: all of ``run(_:)``, and each attempt of
+    /// ``run(retrying:clock:_:)``.
+    func runAttempt<Value: Sendable>(
+        _ call: RunCall<Value>,
+        _ body: @escaping @Sendable () async throws -> Value
+    ) async throws -> Value {
+        let operation = AsyncOperation(name: "Queuer.run") { operation in
             guard call.bodyStarts() else { return }  // the call was cancelled: give up the place
             do {
                 call.bodyReturned(try await body())
             } catch {
-                call.bodyThrew(error)
+                call.bodyThrew(error, operationCancelled: operation.isCancelled)
                 throw error
             }
         }

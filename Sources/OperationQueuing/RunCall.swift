@@ -1,16 +1,19 @@
 import AtomicPrimitives
 
-/// One ``Queuer/run(_:)`` call: its ``RunStateMachine`` and the body's outcome, under one lock.
+/// One ``Queuer/run(_:)`` call, or one attempt of ``Queuer/run(retrying:clock:_:)``: its ``RunStateMachine`` and the
+/// body's outcome, under one lock.
 ///
 /// Each method takes the lock for one step of the state machine and resumes the caller, if that step says so,
 /// after releasing it. The body's outcome is written once, when it ends, and read once, by the resumed caller.
 final class RunCall<Value: Sendable>: @unchecked Sendable {
-    // Safety: `machine`, `value` and `error` are only touched while `core` is locked. The outcome is two fields
+    // Safety: `machine`, `value`, `error` and `stopped` are only touched while `core` is locked. The outcome is two fields
     // rather than a `Result`, which would cost its generic metadata at each use in this unspecialised code.
     private let core = LockCore()
     private var machine = RunStateMachine()
     private var value: Value?
     private var error: (any Error)?
+    /// Whether the body threw after its operation was cancelled.
+    private var stopped = false
 
     /// The caller begins to wait.
     ///
@@ -40,10 +43,12 @@ final class RunCall<Value: Sendable>: @unchecked Sendable {
         }?.resume()
     }
 
-    /// Records what the body threw, and resumes the caller if the operation has finished already.
-    func bodyThrew(_ error: any Error) {
+    /// Records what the body threw, and whether its operation was cancelled then, and resumes the caller if the
+    /// operation has finished already.
+    func bodyThrew(_ error: any Error, operationCancelled: Bool) {
         self.step { machine in
             self.error = error
+            self.stopped = operationCancelled
             return machine.bodyEnded()
         }?.resume()
     }
@@ -61,6 +66,16 @@ final class RunCall<Value: Sendable>: @unchecked Sendable {
         defer { self.core.unlock() }
         if let value = self.value { return value }
         throw self.error ?? CancellationError()
+    }
+
+    /// Whether the body ran and threw while nobody had cancelled its operation: a failure that a retry may follow.
+    ///
+    /// `false` when the body never ran (the call or its operation was cancelled first) or was cancelled while it
+    /// ran (by the caller's task or ``Queuer/cancelAll()``).
+    var failedUncancelled: Bool {
+        self.core.lock(onReentry: { self.trapReentry() })
+        defer { self.core.unlock() }
+        return self.error != nil && !self.stopped
     }
 
     private func step<Result>(_ body: (inout RunStateMachine) -> Result) -> Result {

@@ -1,3 +1,4 @@
+import ConcurrencyKitTesting
 import Dispatch
 import Foundation
 import OperationQueuing
@@ -109,29 +110,37 @@ struct RetryPolicyTests {
         #expect(stderr.contains(expected))
     }
 
-    @Test("an operation waits at least the policy's delay between attempts, and counts attempts as they start")
+    @Test("an operation waits exactly the policy's delay between attempts, and counts attempts as they start")
     func operationWaitsBetweenAttempts() async throws {
-        try await offPoolTest { checks in
-            let queuer = Queuer(name: "test.retrypolicy")
-            let starts = AtomicBox<[UInt64]>([])
-            let done = DispatchSemaphore(value: 0)
-            let operation = ConcurrentOperation { operation in
-                starts.mutate { $0.append(DispatchTime.now().uptimeNanoseconds) }
-                operation.success = operation.currentAttempt == 3
-            }
-            operation.retryPolicy = .exponential(initial: .milliseconds(20), maximum: .milliseconds(40))
-            operation.completionBlock = { done.signal() }
-            queuer.addOperation(operation)
-            checks.expect(done.wait(timeout: deadline()) == .success)
-            let times = starts.value
-            checks.expect(times.count == 3)
-            checks.expect(operation.success)
-            checks.expect(operation.currentAttempt == 3)
-            if times.count == 3 {
-                checks.expect(times[1] - times[0] >= 20_000_000)
-                checks.expect(times[2] - times[1] >= 40_000_000)
-            }
+        let clock = TestClock()
+        let queuer = Queuer(name: "test.retrypolicy")
+        let starts = AtomicBox<[Duration]>([])
+        let operation = ConcurrentOperation { operation in
+            starts.mutate { $0.append(clock.now.offset) }
+            operation.success = operation.currentAttempt == 3
         }
+        operation.retryPolicy = .exponential(initial: .milliseconds(20), maximum: .milliseconds(40))
+        operation.retryClock = clock
+        queuer.addOperation(operation)
+        for delay in [20, 40] {
+            try await clock.waitForSleepers(1)
+            clock.advance(by: .milliseconds(delay))
+        }
+        await queuer.waitForAll()
+        #expect(starts.value == [.zero, .milliseconds(20), .milliseconds(60)])
+        #expect(operation.success)
+        #expect(operation.currentAttempt == 3)
+    }
+
+    @Test("with a jitter seed, the delay of each retry is fixed by the seed and the retry alone")
+    func seededJitter() {
+        let policy = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(1), jitter: 0.5)
+        let seeded = (1...200).map { policy.delay(beforeRetry: $0, jitterSeed: 11) }
+        #expect((1...200).map { policy.delay(beforeRetry: $0, jitterSeed: 11) } == seeded, "the same every time")
+        #expect(seeded.allSatisfy { $0 >= .milliseconds(500) && $0 <= .seconds(1) }, "within the jitter's band")
+        #expect(Set(seeded).count > 150, "spread over the band, not one value")
+        #expect((1...200).map { policy.delay(beforeRetry: $0, jitterSeed: 12) } != seeded, "another seed, others")
+        #expect(RetryPolicy.constant(.seconds(2)).delay(beforeRetry: 3, jitterSeed: 1) == .seconds(2))
     }
 
     @Test("cancelling an operation that waits out a long retry delay finishes it at once, without another attempt")

@@ -158,3 +158,18 @@ public final class SpinFlag: Sendable {
         _ = self.round.load(ordering: .relaxed)
     }
 }
+
+/// The process's resident memory in bytes, from `/proc/self/statm`; 0 where that does not exist.
+public func residentBytes() -> Int {
+    guard let statm = try? String(contentsOfFile: "/proc/self/statm", encoding: .utf8) else { return 0 }
+    let fields = statm.split(separator: " ")
+    guard fields.count > 1, let pages = Int(fields[1]) else { return 0 }
+    return pages * Int(sysconf(Int32(_SC_PAGESIZE)))
+}
+
+/// Whether AddressSanitizer or ThreadSanitizer is linked into this process.
+public let runningUnderSanitizer: Bool = {
+    let process = dlopen(nil, RTLD_NOW)
+    defer { if let process { dlclose(process) } }
+    return dlsym(process, "__asan_init") != nil || dlsym(process, "__tsan_init") != nil
+}()

@@ -131,10 +131,33 @@ public func alternate(_ benchmark: Benchmark, ours: () -> Double, theirs: () -> 
     }
 }
 
+/// As ``alternate(_:ours:theirs:)``, for rounds that `await`.
+public func alternate(_ benchmark: Benchmark, ours: () async -> Double, theirs: () async -> Double) async {
+    for round in 0..<benchmark.scaledIterations.count {
+        var oursTime = 0.0
+        var theirsTime = 0.0
+        if round.isMultiple(of: 2) {
+            oursTime = await ours()
+            theirsTime = await theirs()
+        } else {
+            theirsTime = await theirs()
+            oursTime = await ours()
+        }
+        benchmark.measurement(perMilleMetric, Int(1_000 * oursTime / theirsTime))
+    }
+}
+
 /// How long `body` took, in nanoseconds.
 public func nanoseconds(_ body: () -> Void) -> Double {
     let start = DispatchTime.now().uptimeNanoseconds
     body()
+    return Double(DispatchTime.now().uptimeNanoseconds - start)
+}
+
+/// How long `body` took, in nanoseconds, for a body that `await`s.
+public func nanosecondsAwaiting(_ body: () async -> Void) async -> Double {
+    let start = DispatchTime.now().uptimeNanoseconds
+    await body()
     return Double(DispatchTime.now().uptimeNanoseconds - start)
 }
 

@@ -19,6 +19,13 @@ func timeQueuerRound() -> Double {
     }
 }
 
+/// Nanoseconds to await 1,000 requests one after another, each made by `send`.
+func timeRequests(_ client: RequestClient, _ send: (RequestClient, Int) async throws -> Int) async -> Double {
+    await nanosecondsAwaiting {
+        for index in 0..<1_000 { blackHole(try? await send(client, index)) }
+    }
+}
+
 var operationBatches: Benchmark.Configuration {
     .init(metrics: [.wallClock], maxDuration: .seconds(3), maxIterations: 100)
 }
@@ -141,6 +148,17 @@ let benchmarks: @Sendable () -> Void = {
     Benchmark("consumer Queuer/OperationQueue 10000 operations alternating rounds", configuration: alternatingRounds) {
         benchmark in
         alternate(benchmark, ours: timeQueuerRound, theirs: timeOperationQueueRound)
+    }
+    // 1,000 awaited requests under a Queuer's limit whose first attempt succeeds, with and without a retry
+    // configuration: rounds alternate, as above.
+    Benchmark("consumer Queuer.run(retrying:)/Queuer.run alternating rounds", configuration: alternatingRounds) {
+        benchmark async in
+        let client = RequestClient()
+        await alternate(
+            benchmark,
+            ours: { await timeRequests(client, requestRetrying) },
+            theirs: { await timeRequests(client, request) }
+        )
     }
     // 10,000 empty operations, added one at a time.
     Benchmark("consumer OperationQueue 10000 BlockOperations", configuration: operationBatches) { benchmark in

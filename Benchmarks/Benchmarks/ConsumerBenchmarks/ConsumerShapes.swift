@@ -180,3 +180,26 @@ func touch(_ cache: DispatchQueueCache) {
     let tally = cache.tally
     cache.queue.sync { tally.sum &+= 1 }
 }
+
+// MARK: Requests under a queue's limit
+
+/// An app's API client: every request runs on its Queuer, and retries with back-off when it fails.
+struct RequestClient: Sendable {
+    let queuer = Queuer(name: "consumer.requests", maxConcurrentOperationCount: 4)
+    let retries = RetryConfiguration(
+        maximumAttempts: 3,
+        policy: .exponential(initial: .milliseconds(100), maximum: .seconds(2), jitter: 0.2)
+    )
+}
+
+/// One request with `Queuer.run`: one attempt.
+@inline(never)
+func request(_ client: RequestClient, _ index: Int) async throws -> Int {
+    try await client.queuer.run { index }
+}
+
+/// The same request with `Queuer.run(retrying:)`; its first attempt succeeds.
+@inline(never)
+func requestRetrying(_ client: RequestClient, _ index: Int) async throws -> Int {
+    try await client.queuer.run(retrying: client.retries) { index }
+}

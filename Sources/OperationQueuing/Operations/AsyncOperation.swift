@@ -17,9 +17,10 @@ import Foundation
 /// print(upload.currentAttempt, upload.success, upload.error == nil)  // 2 true true
 /// ```
 ///
-/// - An attempt that returns succeeds; one that throws fails, and its error is ``error``. A failed attempt is retried
-///   as any ``ConcurrentOperation``'s: up to ``ConcurrentOperation/maximumRetries`` attempts in all, after the
-///   ``ConcurrentOperation/retryPolicy`` delay, or when ``ConcurrentOperation/retry()`` is called.
+/// - An attempt that returns succeeds; one that throws fails, and its error is ``ConcurrentOperation/error``. A failed
+///   attempt is retried as any ``ConcurrentOperation``'s: up to ``ConcurrentOperation/maximumAttempts`` attempts in
+///   all, after the ``ConcurrentOperation/retryPolicy`` delay, or when ``ConcurrentOperation/retry()`` is called;
+///   unless ``ConcurrentOperation/shouldRetry`` refuses the error, which ends the operation at once.
 /// - ``cancel()`` cancels the running attempt's task, so the body sees `Task.isCancelled` and its awaits throw
 ///   `CancellationError`; no further attempt starts.
 /// - The operation holds its place in its queue, and counts against the queue's concurrency limit, until the body
@@ -35,7 +36,6 @@ import Foundation
 open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     private struct Attempt {
         var task: Task<Void, Never>?
-        var error: (any Error)?
         /// Whether ``cancel()`` was called: read with the task recorded, so that neither misses the other.
         var isCancelled = false
         /// The number of the last attempt whose body has ended: a task is kept only while its body runs, so a
@@ -43,8 +43,8 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         var ended = 0
     }
 
-    // Safety: the running task and the last error are in an AtomicBox; the attempt numbers come from
-    // ConcurrentOperation's state machine.
+    // Safety: the running task is in an AtomicBox; the attempt numbers come from ConcurrentOperation's state
+    // machine, and the last error is ConcurrentOperation's.
     private let attempt = AtomicBox(Attempt())
     private let body: nonisolated(nonsending) @Sendable (AsyncOperation) async throws -> Void
 
@@ -62,11 +62,6 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         self.body = body
         super.init(name: name)
         super.manualFinish = true
-    }
-
-    /// The error the last attempt threw, or `nil` if it returned (or none has ended yet).
-    public var error: (any Error)? {
-        self.attempt.mutate { $0.error }
     }
 
     /// Always `true`, since an attempt ends when its body returns or throws.
@@ -112,18 +107,17 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
         let number = self.attemptBeingExecuted
         do {
             try await self.body(self)
-            self.end(number, error: nil)
+            self.end(number)
             self.endAttempt(number, success: true)
         } catch {
-            self.end(number, error: error)
-            self.endAttempt(number, success: false)
+            self.end(number)
+            self.endAttempt(number, success: false, error: error)
         }
     }
 
     /// Records the end of attempt `number`'s body, and lets its task go.
-    private func end(_ number: Int, error: (any Error)?) {
+    private func end(_ number: Int) {
         self.attempt.mutate { attempt in
-            attempt.error = error
             attempt.ended = number
             attempt.task = nil
         }
@@ -145,6 +139,25 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     ///   - success: Unused.
     /// - Precondition: Never met; return from the body, or throw.
     override open func finish(attempt: Int, success: Bool = true) {
+        self.misusedFinish()
+    }
+
+    /// Traps: an ``AsyncOperation``'s attempt ends only when its body returns or throws.
+    ///
+    /// Throw the error from the body instead: ``ConcurrentOperation/shouldRetry`` sees it there.
+    /// - Parameter error: Unused.
+    /// - Precondition: Never met; return from the body, or throw.
+    override open func finish(throwing error: any Error) {
+        self.misusedFinish()
+    }
+
+    /// Traps: an ``AsyncOperation``'s attempt ends only when its body returns or throws.
+    ///
+    /// - Parameters:
+    ///   - attempt: Unused.
+    ///   - error: Unused.
+    /// - Precondition: Never met; return from the body, or throw.
+    override open func finish(attempt: Int, throwing error: any Error) {
         self.misusedFinish()
     }
 

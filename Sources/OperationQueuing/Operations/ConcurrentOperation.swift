@@ -17,8 +17,10 @@ import Foundation
 /// ```
 ///
 /// - An attempt runs ``execute()``, which runs ``executionBlock`` by default; subclasses override it.
-/// - With ``success`` still `false` after an attempt, the operation runs another, until ``maximumRetries``
-///   attempts (0 behaves as 1) have run; ``currentAttempt`` counts them from 1.
+/// - With ``success`` still `false` after an attempt, the operation runs another, until ``maximumAttempts`` attempts
+///   (Queuer's ``maximumRetries``, the same number) have run; ``currentAttempt`` counts them from 1. A
+///   ``retryPolicy`` spaces them out on ``retryClock``, and ``shouldRetry`` can refuse an error that another attempt
+///   cannot cure (see ``finish(throwing:)``).
 /// - With ``manualRetry``, a failed attempt waits for ``retry()`` instead; with ``manualFinish``, an attempt ends only
 ///   when ``finish(success:)`` is called, from any thread, and waiting for it uses no CPU. See <doc:RetryingOperations>.
 ///
@@ -30,6 +32,16 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         var machine = OperationStateMachine()
         /// What the operation was added to (a Queuer, a chain, a group), so that adding it twice traps at the call.
         var owner: String?
+        /// The error the last attempt ended with, if it ended with one.
+        var error: (any Error)?
+        /// Asked whether an attempt that failed with an error may be retried; `nil`: every one may.
+        var shouldRetry: (@Sendable (any Error, Int) -> Bool)?
+        /// The clock on which the retry delays pass.
+        var retryClock: any Clock<Duration> = ContinuousClock()
+        /// The seed of the retry delays' jitter; `nil`: the system's random numbers.
+        var retryJitterSeed: UInt64?
+        /// The wait before the pending attempt, so that a cancel can end it at once.
+        var delay: RetryTimer?
     }
 
     // Safety: every piece of mutable state is in `state`, an AtomicBox, but `executingAttempt`: that one is written
@@ -72,7 +84,12 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         set { self.state.mutate { $0.machine.setSuccess(newValue) } }
     }
 
-    /// The total number of attempts allowed, 3 by default; 0 behaves as 1.
+    /// The total number of attempts allowed, 3 by default; 0 behaves as 1: Queuer's name for
+    /// ``maximumAttempts``.
+    ///
+    /// Despite its name it counts attempts, not retries: `maximumRetries = 3` means one attempt and at most two
+    /// retries. It is the seed's spelling, kept as it was; ``maximumAttempts`` is the same number under a name that
+    /// says so, and setting either sets both.
     ///
     /// A ``GroupOperation`` always makes exactly one attempt: for a group this is 1, and setting it to more traps.
     /// - Precondition: The new value is 0 or more; a negative count traps with a message naming the operation and
@@ -86,6 +103,25 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
                     + "must be 0 or more (0 behaves as 1), not \(newValue)"
             )
             self.state.mutate { $0.machine.maximumRetries = newValue }
+        }
+    }
+
+    /// The total number of attempts allowed, the first included: 3 by default.
+    ///
+    /// The same number as ``maximumRetries``, Queuer's name for it; setting either sets both. A `maximumRetries` of 0
+    /// reads here as 1, the number of attempts it allows. A ``GroupOperation`` always makes exactly one attempt: for
+    /// a group this is 1, and setting it to more traps.
+    /// - Precondition: The new value is 1 or more; 0 or a negative count traps with a message naming the operation
+    ///   and the value.
+    open var maximumAttempts: Int {
+        get { self.state.mutate { $0.machine.attemptLimit } }
+        set {
+            precondition(
+                newValue >= 1,
+                "\(type(of: self)) '\(self.name ?? "unnamed")': maximumAttempts is the number of attempts in all, the "
+                    + "first included, and must be 1 or more, not \(newValue)"
+            )
+            self.maximumRetries = newValue
         }
     }
 
@@ -113,11 +149,55 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
 
     /// How long the operation waits before an automatic retry; ``RetryPolicy/immediate`` by default.
     ///
-    /// Read when an attempt fails. It does not apply to ``manualRetry``, nor to a ``GroupOperation``, which makes one
-    /// attempt.
+    /// Read when an attempt fails. The delay passes on ``retryClock``, with ``retryJitterSeed``'s jitter. It does not
+    /// apply to ``manualRetry``, nor to a ``GroupOperation``, which makes one attempt.
     public var retryPolicy: RetryPolicy {
         get { self.state.mutate { $0.machine.retryPolicy } }
         set { self.state.mutate { $0.machine.retryPolicy = newValue } }
+    }
+
+    /// Decides whether an attempt that failed with an error is retried: `nil` (the default) retries every failure.
+    ///
+    /// It gets the error and the number of the attempt that failed, from 1, and returns `false` for an error that
+    /// another attempt cannot cure (a refused login, a missing file): the operation then finishes at once,
+    /// unsuccessfully, with ``error`` set, instead of retrying. It is asked only when a retry would otherwise follow:
+    /// not after the last attempt, nor once the operation was cancelled.
+    ///
+    /// It sees the errors that end attempts: an ``AsyncOperation``'s body's thrown error, or the error given to
+    /// ``finish(throwing:)``. A failure without an error (``success`` set to `false`, or ``finish(success:)`` with
+    /// `false`) does not ask it, and is retried as before. It is called on the thread that ended the attempt, outside
+    /// the operation's lock, and applies to ``manualRetry`` too: a refused error does not wait for ``retry()``.
+    public var shouldRetry: (@Sendable (_ error: any Error, _ attempt: Int) -> Bool)? {
+        get { self.state.mutate { $0.shouldRetry } }
+        set { self.state.mutate { $0.shouldRetry = newValue } }
+    }
+
+    /// The clock on which the ``retryPolicy`` delays pass: `ContinuousClock` by default.
+    ///
+    /// A test gives the operation a clock that it moves itself, such as `ConcurrencyKitTesting`'s `TestClock`, and
+    /// the operation's retries then wait for that clock instead of real time. Read when an attempt fails.
+    public var retryClock: any Clock<Duration> {
+        get { self.state.mutate { $0.retryClock } }
+        set { self.state.mutate { $0.retryClock = newValue } }
+    }
+
+    /// The seed of the ``retryPolicy``'s jitter, so that its delays are exactly reproducible; `nil` (the default)
+    /// draws them from the system's random numbers.
+    ///
+    /// With a seed, the delay before retry `n` is ``RetryPolicy/delay(beforeRetry:jitterSeed:)`` with that seed:
+    /// the same in every run. Give operations that retry at the same time different seeds, or none: with one seed
+    /// their retries would come together, which jitter is there to prevent. Read when an attempt fails.
+    public var retryJitterSeed: UInt64? {
+        get { self.state.mutate { $0.retryJitterSeed } }
+        set { self.state.mutate { $0.retryJitterSeed = newValue } }
+    }
+
+    /// The error the last attempt that has ended ended with, or `nil` if it ended without one (or none has ended).
+    ///
+    /// An ``AsyncOperation``'s attempt ends with the error its body throws; any other attempt with the error given
+    /// to ``finish(throwing:)``.
+    public var error: (any Error)? {
+        self.state.mutate { $0.error }
     }
 
     /// Whether a failed attempt waits for ``retry()`` now (with ``manualRetry``).
@@ -158,12 +238,18 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     ///
     /// One that has not started finishes without running its block when its queue starts it; a running attempt may
     /// go on, but no further attempt starts; one waiting for ``retry()``, for its ``retryPolicy`` delay or for its
-    /// next attempt to begin finishes at once, unsuccessfully, and ``retry()`` then does nothing.
+    /// next attempt to begin finishes at once, unsuccessfully, and ``retry()`` then does nothing. A delay's wait on
+    /// ``retryClock`` is cancelled at once: it keeps neither a timer nor the operation until its deadline.
     override open func cancel() {
         // The machine hears of the cancel before Foundation does: Foundation's `cancel()` makes a waiting operation
         // ready at once, and its queue may call `start()` on another thread before `super.cancel()` returns.
-        let action = self.state.mutate { $0.machine.cancel() }
+        let (action, delay) = self.state.mutate { state in
+            let action = state.machine.cancel()
+            defer { state.delay = nil }
+            return (action, state.delay)
+        }
         super.cancel()
+        delay?.cancel()
         self.apply(action)
     }
 
@@ -197,6 +283,38 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         self.endAttempt(nil, success: success)
     }
 
+    /// Ends the attempt that runs now as failed with `error`: ``shouldRetry`` decides whether another follows.
+    ///
+    /// The attempt's ``error`` is `error`. In every other way it is `finish(success: false)`: see
+    /// ``finish(success:)``. A callback that may come late or twice should name its attempt with
+    /// ``finish(attempt:throwing:)``.
+    /// ```swift
+    /// import OperationQueuing
+    ///
+    /// struct Unauthorized: Error {}
+    ///
+    /// let login = ConcurrentOperation { operation in operation.finish(throwing: Unauthorized()) }
+    /// login.maximumAttempts = 5
+    /// login.shouldRetry = { error, _ in !(error is Unauthorized) }  // another attempt cannot cure it
+    /// queuer.addOperation(login)
+    /// login.waitUntilFinished()
+    /// print(login.currentAttempt, login.success, login.error is Unauthorized)  // 1 false true
+    /// ```
+    /// - Parameter error: Why the attempt failed.
+    open func finish(throwing error: any Error) {
+        self.endAttempt(nil, success: false, error: error)
+    }
+
+    /// Ends attempt `attempt` as failed with `error`, if it is the attempt that runs now; otherwise does nothing.
+    ///
+    /// ``finish(throwing:)`` for a named attempt, as ``finish(attempt:success:)`` is ``finish(success:)`` for one.
+    /// - Parameters:
+    ///   - attempt: The number of the attempt that ends, as ``currentAttempt`` read while it ran.
+    ///   - error: Why the attempt failed.
+    open func finish(attempt: Int, throwing error: any Error) {
+        self.endAttempt(attempt, success: false, error: error)
+    }
+
     /// Ends attempt `attempt` with `success`, if it is the attempt that runs now; otherwise does nothing.
     ///
     /// Read ``currentAttempt`` when the attempt starts (in ``execute()`` or the block), and pass it here from the
@@ -221,10 +339,31 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         self.endAttempt(attempt, success: success)
     }
 
-    /// Ends attempt `number` (or the running attempt, when `nil`) with `success`; how every `finish` and an
-    /// ``AsyncOperation``'s body end an attempt.
-    func endAttempt(_ number: Int?, success: Bool) {
-        self.apply(self.state.mutate { $0.machine.finish(attempt: number, success: success) })
+    /// Ends attempt `number` (or the running attempt, when `nil`) with `success` and `error`; how every `finish` and
+    /// an ``AsyncOperation``'s body end an attempt.
+    ///
+    /// A failure with an error that a retry would follow goes to ``shouldRetry`` first, outside the lock; the
+    /// attempt then ends as numbered, so that a `finish` of another attempt in the meantime leaves it alone.
+    func endAttempt(_ number: Int?, success: Bool, error: (any Error)? = nil) {
+        var number = number
+        var retryAllowed = true
+        if !success, let error {
+            let question = self.state.mutate { state in
+                state.shouldRetry.flatMap { filter in
+                    state.machine.attemptRetriedOnFailure(number).map { (filter, $0) }
+                }
+            }
+            if let (filter, attempt) = question {
+                number = attempt
+                retryAllowed = filter(error, attempt)
+            }
+        }
+        let action = self.state.mutate { state -> OperationStateMachine.Action in
+            guard state.machine.acceptsFinish(attempt: number) else { return .none }
+            state.error = error
+            return state.machine.finish(attempt: number, success: success, retryAllowed: retryAllowed)
+        }
+        self.apply(action)
     }
 
     /// The number of the attempt whose ``execute()`` runs on this thread now; read only from ``execute()``.
@@ -309,7 +448,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         case .execute(let attempt):
             self.runAttempts(from: attempt)
         case .scheduleAttempt(let attempt, let policy):
-            self.schedule(attempt, after: Self.delay(before: attempt, policy))
+            self.schedule(attempt, after: self.delay(before: attempt, policy))
         case .finish(let wasExecuting):
             self.finishOperation(wasExecuting: wasExecuting)
         }
@@ -324,9 +463,15 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         while true {
             self.executingAttempt = attempt
             self.execute()
-            let action = self.state.mutate { $0.machine.executeReturned(attempt) }
+            let action = self.state.mutate { state in
+                let unfinished = state.machine.acceptsFinish(attempt: attempt)
+                let action = state.machine.executeReturned(attempt)
+                // An attempt that ended here, without a finish, ended without an error.
+                if unfinished && !state.machine.acceptsFinish(attempt: attempt) { state.error = nil }
+                return action
+            }
             guard case .scheduleAttempt(let next, let policy) = action else { return self.apply(action) }
-            let delay = Self.delay(before: next, policy)
+            let delay = self.delay(before: next, policy)
             guard delay <= .zero else { return self.schedule(next, after: delay) }
             // The next attempt follows at once, here; a cancel that came meanwhile has finished the operation.
             guard case .execute(let begun) = self.state.mutate({ $0.machine.begin(next) }) else { return }
@@ -334,26 +479,44 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         }
     }
 
-    /// The wait before attempt `attempt`: `policy`'s for an automatic retry, none for a manual one (`nil`).
-    private static func delay(before attempt: Int, _ policy: RetryPolicy?) -> Duration {
-        policy?.delay(beforeRetry: attempt - 1) ?? .zero
+    /// The wait before attempt `attempt`: `policy`'s for an automatic retry, with the operation's jitter seed; none
+    /// for a manual one (`nil`).
+    private func delay(before attempt: Int, _ policy: RetryPolicy?) -> Duration {
+        guard let policy else { return .zero }
+        return policy.delay(beforeRetry: attempt - 1, jitterSeed: self.retryJitterSeed)
     }
 
-    /// Begins attempt `attempt` on a global queue after `delay`, unless the operation was cancelled meanwhile.
+    /// Begins attempt `attempt` on a global queue after `delay` has passed on ``retryClock``, unless the operation
+    /// was cancelled meanwhile.
     ///
-    /// The operation's queue keeps it alive until it finishes; the delayed block holds it only weakly, so that a
-    /// cancelled operation is released at once rather than at the end of a long delay.
+    /// The wait is a ``RetryTimer``, which ``cancel()`` cancels: its timer goes at once. It holds the operation only
+    /// weakly (its queue keeps it alive until it finishes), and the attempt runs on the global queue, never in a task,
+    /// since an attempt may block its thread.
     private func schedule(_ attempt: Int, after delay: Duration) {
         let queue = DispatchQueue.global(qos: self.qualityOfService.dispatchQoS)
         guard delay > .zero else {
-            queue.async { self.apply(self.state.mutate { $0.machine.begin(attempt) }) }
+            queue.async { self.beginScheduled(attempt) }
             return
         }
-        let deadline = delay.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
-        queue.asyncAfter(deadline: deadline) { [weak self] in
-            guard let self else { return }
-            self.apply(self.state.mutate { $0.machine.begin(attempt) })
+        let timer = RetryTimer(after: delay, on: self.retryClock, queue: queue) { [weak self] in
+            self?.beginScheduled(attempt)
         }
+        let cancelled = self.state.mutate { state -> Bool in
+            guard state.machine.phase == .pending(attempt: attempt) else { return true }
+            state.delay = timer
+            return false
+        }
+        if cancelled { timer.cancel() }  // a cancel() that came before the wait was recorded
+    }
+
+    /// Begins attempt `attempt`, handed to a queue, unless the operation was cancelled meanwhile.
+    private func beginScheduled(_ attempt: Int) {
+        let (action, delay) = self.state.mutate { state in
+            defer { state.delay = nil }
+            return (state.machine.begin(attempt), state.delay)
+        }
+        _ = delay  // the wait that has ended, released here rather than under the lock
+        self.apply(action)
     }
 
     /// Finishes the operation once, changing state between KVO notifications.

@@ -59,13 +59,24 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     ///   the value.
     override open var maximumRetries: Int {
         get { super.maximumRetries }
-        set {
-            precondition(
-                newValue == 0 || newValue == 1,
-                "GroupOperation '\(self.name ?? "unnamed")': maximumRetries is always 1, since a group makes exactly "
-                    + "one attempt (its operations cannot run twice); it cannot be set to \(newValue)"
-            )
-        }
+        set { self.checkOneAttempt(newValue, allowed: 0...1, "maximumRetries") }
+    }
+
+    /// Always 1: a group makes exactly one attempt, since its operations cannot run twice.
+    ///
+    /// - Precondition: A new value is 1; any other traps with a message naming the group and the value.
+    override open var maximumAttempts: Int {
+        get { super.maximumAttempts }
+        set { self.checkOneAttempt(newValue, allowed: 1...1, "maximumAttempts") }
+    }
+
+    /// Traps unless `value`, set to `property`, is in `allowed`: a group's count of attempts cannot change.
+    private func checkOneAttempt(_ value: Int, allowed: ClosedRange<Int>, _ property: String) {
+        precondition(
+            allowed.contains(value),
+            "GroupOperation '\(self.name ?? "unnamed")': \(property) is always 1, since a group makes exactly "
+                + "one attempt (its operations cannot run twice); it cannot be set to \(value)"
+        )
     }
 
     /// Always `false`: a group makes exactly one attempt, so there is nothing to retry.

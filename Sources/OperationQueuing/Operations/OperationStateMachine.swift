@@ -38,6 +38,8 @@ package struct OperationStateMachine: Equatable, Sendable {
         package var executeReturned = false
         /// Whether a `finish` for it has come.
         package var finishCalled = false
+        /// Whether a failure may be retried: `false` once the error filter has refused the error it failed with.
+        package var retryAllowed = true
     }
 
     /// What the owner does, outside its lock, after an event.
@@ -136,16 +138,35 @@ package struct OperationStateMachine: Equatable, Sendable {
     /// A `finish` with `success` for attempt `number`, or for whichever attempt runs when `number` is `nil`.
     ///
     /// Before its `execute()` has returned, it records `success` and the attempt ends when `execute()` returns. A
-    /// second `finish` for one attempt, or one for an attempt that is not running, does nothing.
-    package mutating func finish(attempt number: Int?, success: Bool) -> Action {
-        guard case .running(var attempt) = self.phase, number == nil || number == attempt.number,
-            !attempt.finishCalled
-        else { return .none }
+    /// second `finish` for one attempt, or one for an attempt that is not running, does nothing. With
+    /// `retryAllowed` `false` (the error filter refused the failure's error), a failed attempt is not retried.
+    package mutating func finish(attempt number: Int?, success: Bool, retryAllowed: Bool = true) -> Action {
+        guard self.acceptsFinish(attempt: number), case .running(var attempt) = self.phase else { return .none }
         attempt.finishCalled = true
+        attempt.retryAllowed = retryAllowed
         self.phase = .running(attempt)
         self.success = success
         guard attempt.executeReturned else { return .none }
         return self.attemptEnded()
+    }
+
+    /// Whether a `finish` for attempt `number` (or for the running attempt, when `nil`) would end an attempt now:
+    /// the attempt runs and has had no `finish` yet.
+    package func acceptsFinish(attempt number: Int?) -> Bool {
+        guard case .running(let attempt) = self.phase else { return false }
+        return (number == nil || number == attempt.number) && !attempt.finishCalled
+    }
+
+    /// The attempt that a failure reported now by a `finish` for attempt `number` would end, if another would follow.
+    ///
+    /// `number` `nil` stands for the running attempt. The result is `nil` if that `finish` would do nothing, or the
+    /// operation would end anyway (it was cancelled, or that was its last attempt). Only otherwise is the error
+    /// filter asked.
+    package func attemptRetriedOnFailure(_ number: Int?) -> Int? {
+        guard self.acceptsFinish(attempt: number), !self.isCancelled, self.currentAttempt < self.attemptLimit else {
+            return nil
+        }
+        return self.currentAttempt
     }
 
     /// `retry()`: a failed attempt waiting for it is followed by the next, or by the next at `resume()` if paused.
@@ -197,9 +218,9 @@ package struct OperationStateMachine: Equatable, Sendable {
 
     /// The running attempt has ended: decides what follows it.
     private mutating func attemptEnded() -> Action {
-        guard !self.success, !self.isCancelled, self.currentAttempt < self.attemptLimit else {
-            return self.end(success: self.success)
-        }
+        guard case .running(let attempt) = self.phase, !self.success, attempt.retryAllowed, !self.isCancelled,
+            self.currentAttempt < self.attemptLimit
+        else { return self.end(success: self.success) }
         guard !self.manualRetry else {
             self.phase = .waitingForRetry
             return .none

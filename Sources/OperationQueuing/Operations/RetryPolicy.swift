@@ -1,3 +1,4 @@
+import AtomicPrimitives
 import Foundation
 
 /// How long a ``ConcurrentOperation`` waits before its next automatic attempt: at once, after a constant delay, or
@@ -14,9 +15,11 @@ import Foundation
 /// print(sync.currentAttempt, sync.success)  // 2 true
 /// ```
 ///
-/// The delay never blocks a thread: the next attempt is scheduled on a global queue when the delay has passed. An
-/// operation cancelled during the delay finishes at once. The policy applies to automatic retries only; with
-/// ``ConcurrentOperation/manualRetry``, ``ConcurrentOperation/retry()`` decides when.
+/// The delay never blocks a thread: it passes on the operation's ``ConcurrentOperation/retryClock``, and the next
+/// attempt is scheduled on a global queue when it has. An operation cancelled during the delay finishes at once, and
+/// the delay's timer goes with it. The policy applies to automatic retries only; with
+/// ``ConcurrentOperation/manualRetry``, ``ConcurrentOperation/retry()`` decides when. ``Queuer/run(retrying:clock:_:)``
+/// spaces its attempts with a policy too, given in its ``RetryConfiguration``.
 public struct RetryPolicy: Sendable, Hashable {
     private enum Shape: Sendable, Hashable {
         case immediate
@@ -76,11 +79,27 @@ public struct RetryPolicy: Sendable, Hashable {
         return RetryPolicy(shape: shape)
     }
 
-    /// The wait before retry number `retry`, counted from 1 (the second attempt); random within the jitter.
+    /// The wait before retry number `retry`, counted from 1 (the second attempt); random within the jitter, or
+    /// fixed by `jitterSeed`.
     ///
-    /// - Parameter retry: Which retry: 1 for the second attempt, 2 for the third, and so on.
+    /// With a seed, the jitter of retry `n` depends on the seed and `n` only: the same seed gives the same waits, in
+    /// every run and on every platform, so that a test can compute the wait it expects. Without one, the jitter comes
+    /// from the system's random source.
+    ///
+    /// ```swift
+    /// import OperationQueuing
+    ///
+    /// let policy = RetryPolicy.exponential(initial: .seconds(1), maximum: .seconds(8), jitter: 0.5)
+    /// let first = (1...3).map { policy.delay(beforeRetry: $0, jitterSeed: 7) }
+    /// let second = (1...3).map { policy.delay(beforeRetry: $0, jitterSeed: 7) }
+    /// print(first == second)  // true
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - retry: Which retry: 1 for the second attempt, 2 for the third, and so on.
+    ///   - jitterSeed: The seed of the jitter's random numbers, or `nil` (the default) for the system's.
     /// - Returns: Zero for ``immediate``.
-    public func delay(beforeRetry retry: Int) -> Duration {
+    public func delay(beforeRetry retry: Int, jitterSeed: UInt64? = nil) -> Duration {
         switch self.shape {
         case .immediate:
             return .zero
@@ -92,13 +111,21 @@ public struct RetryPolicy: Sendable, Hashable {
             // reaches the cap and stays there.
             let growth = min(pow(multiplier, Double(max(0, retry - 1))), .greatestFiniteMagnitude)
             let uncapped = initial.seconds * growth
-            let share = 1 - jitter * Double.random(in: 0...1)
+            let share = 1 - jitter * Self.unitRandom(retry: retry, seed: jitterSeed)
             // At the cap the wait is `maximum` itself, not its rounding through a Double.
             if uncapped >= maximum.seconds, share == 1 { return maximum }
             let nanoseconds = min(uncapped, maximum.seconds) * share * 1e9
             // A Double can round a few nanoseconds past an odd cap: the cap bounds the result too.
             return nanoseconds < 9e18 ? min(.nanoseconds(Int64(nanoseconds)), maximum) : maximum
         }
+    }
+
+    /// A random number from 0 to 1: the system's, or, with a seed, one fixed by the seed and the retry alone (a
+    /// SplitMix64 step of the two, so that neighbouring seeds and retries give unrelated numbers).
+    private static func unitRandom(retry: Int, seed: UInt64?) -> Double {
+        guard let seed else { return Double.random(in: 0...1) }
+        var random = SplitMix64(seed: seed ^ (UInt64(truncatingIfNeeded: retry) &* 0xD1B5_4A32_D192_ED03))
+        return Double(random.next() >> 11) * 0x1p-53  // the top 53 bits: every Double from 0 up to 1 − 2⁻⁵³
     }
 }
 
