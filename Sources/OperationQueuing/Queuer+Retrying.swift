@@ -73,7 +73,15 @@ extension Queuer {
                     retries.shouldRetry?(error, attempt) ?? true, retries.budget?.withdrawRetry() ?? true
                 else { throw error }
                 let delay = retries.policy.delay(beforeRetry: attempt, jitterSeed: retries.jitterSeed)
-                if delay > .zero { try await RetryTimer.sleep(for: delay, on: clock) }
+                if delay > .zero {
+                    do {
+                        try await RetryTimer.sleep(for: delay, on: clock)
+                    } catch {
+                        // Cancelled during the back-off: the retry never happens, so it costs the budget nothing.
+                        retries.budget?.returnRetry()
+                        throw error
+                    }
+                }
                 attempt += 1
             }
         }

@@ -92,6 +92,12 @@ public final class RetryBudget: Sendable {
         self.balance.mutate { $0.held = min($0.capacity, $0.held + $0.deposit) }
     }
 
+    /// A retry that was withdrawn did not happen (its call was cancelled during the back-off): puts it back, up to
+    /// ``capacity``.
+    func returnRetry() {
+        self.balance.mutate { $0.held = min($0.capacity, $0.held + Balance.retry) }
+    }
+
     /// A retry is about to happen: takes one out, if the budget holds one.
     ///
     /// - Returns: Whether the retry may happen.

@@ -353,6 +353,20 @@ struct QueuerRetryingTests {
         #expect(try await queuer.run(retrying: RetryConfiguration(maximumAttempts: 3)) { try unlimited() } == 3)
     }
 
+    @Test("a retry cancelled during its back-off gives its token back to the budget")
+    func cancelledBackOffCostsNoBudget() async throws {
+        let clock = TestClock()
+        let queuer = Queuer(name: "test.retrying.budget.cancel")
+        let budget = RetryBudget(retriesPerCall: 0, capacity: 1)
+        let retries = RetryConfiguration(maximumAttempts: 2, policy: .constant(.seconds(3_600)), budget: budget)
+        let call = Task { try await queuer.run(retrying: retries, clock: clock) { () -> Int in throw Fatal() } }
+        try await clock.waitForSleepers(1)
+        #expect(budget.availableRetries == 0, "withdrawn for the retry that waits")
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(budget.availableRetries == 1, "the retry never happened: its token is back")
+    }
+
     @Test("from a @MainActor consumer: the body runs on the main actor when it says so, and is retried")
     @MainActor
     func fromTheMainActor() async throws {
