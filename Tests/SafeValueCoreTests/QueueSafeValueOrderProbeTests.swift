@@ -25,7 +25,9 @@ struct ProbeHistory: Sendable {
 /// is never overtaken.
 @Suite("QueueSafeValue: a pending wait command is never overtaken", .serialized, .timeLimit(.minutes(1)))
 struct QueueSafeValueOrderProbeTests {
-    static let rounds = 600
+    /// 200 rounds keep the two apart by far (the old watcher was seen in at most 1 round of 600, a queued command in
+    /// most) at a third of the 600 rounds' time: this suite set the unit tests' wall time.
+    static let rounds = 200
     /// How long A looks for B's command in the queue before it lets go anyway: far longer than queueing takes, far
     /// shorter than the time a command that watches the turn word before queueing used to watch.
     ///
@@ -91,6 +93,7 @@ struct QueueSafeValueOrderProbeTests {
                 // Half: the old watcher was seen in at most 1 round of 600. The debug build's checks (the blocking-call
                 // check, the lock-order checker) lengthen the path to the queue by a constant the budget does not
                 // measure, so a tighter bar fails on correct code now and then (445 of 600 seen, once).
+                // Half of 200 is still a hundred times what the old watcher reached.
                 seen >= Self.rounds / 2,
                 """
                 a pending wait command showed in the queue within \(Self.looking) ns in \(seen) rounds of \(Self.rounds); \
