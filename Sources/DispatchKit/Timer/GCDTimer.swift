@@ -112,9 +112,7 @@ public final class GCDTimer: @unchecked Sendable {
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, interval: seconds)
         timer.repeatInterval = repeating
-        timer.handler(handler)
-        timer.start()
-        return timer
+        return timer.started(with: handler)
     }
 
     /// Creates, and starts, a timer that fires once after `interval`, or, with `repeating`, then every `repeating`:
@@ -134,7 +132,7 @@ public final class GCDTimer: @unchecked Sendable {
     ///   - repeating: The time between later fires; `nil` (the default) fires once.
     ///   - handler: What to do on each fire.
     /// - Returns: The running timer. Keep it: releasing it stops it.
-    /// - Precondition: `interval` is 0 or more; `repeating` is `nil` or more than zero.
+    /// - Precondition: `interval` is 0 or more; `repeating` is `nil` or at least one nanosecond.
     public static func scheduleWithInterval(
         _ interval: Duration,
         onQueue: GCDQueue = .background,
@@ -143,9 +141,14 @@ public final class GCDTimer: @unchecked Sendable {
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, interval: interval)
         timer.repeatDuration = repeating
-        timer.handler(handler)
-        timer.start()
-        return timer
+        return timer.started(with: handler)
+    }
+
+    /// Sets `handler` and starts the timer: the last steps of the `schedule…` factories.
+    private func started(with handler: @escaping @Sendable () -> Void) -> GCDTimer {
+        self.handler(handler)
+        self.start()
+        return self
     }
 
     /// Creates, and starts, a timer that fires once at `date`, or, with `repeating`, then every `repeating` seconds.
@@ -166,9 +169,7 @@ public final class GCDTimer: @unchecked Sendable {
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, deadline: date)
         timer.repeatInterval = repeating
-        timer.handler(handler)
-        timer.start()
-        return timer
+        return timer.started(with: handler)
     }
 
     /// Creates, and starts, a timer that fires at `date` and then every `repeating`:
@@ -189,9 +190,7 @@ public final class GCDTimer: @unchecked Sendable {
     ) -> GCDTimer {
         let timer = GCDTimer(queue: onQueue, deadline: date)
         timer.repeatDuration = repeating
-        timer.handler(handler)
-        timer.start()
-        return timer
+        return timer.started(with: handler)
     }
 
     deinit {
