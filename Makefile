@@ -40,7 +40,7 @@ soak:
 # Under a sanitizer every test runs several times slower: run the suites one after another, so that a suite's time
 # limit does not count the time it waits for a core.
 tsan:
-	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	$(TRAP) TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 asan:
 	$(TRAP) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=address --scratch-path $(ASAN_SCRATCH)
