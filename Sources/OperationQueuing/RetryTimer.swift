@@ -30,7 +30,7 @@ package final class RetryTimer: @unchecked Sendable {
         queue: DispatchQueue,
         _ fire: @escaping @Sendable () -> Void
     ) {
-        if Self.hasDispatchTimer(clock) {
+        if clock.isMeasuredByDispatch {
             let timer = Self.makeDispatchTimer(after: delay, queue: queue, fire)
             timer.activate()
             self.kind = .dispatch(timer)
@@ -61,7 +61,7 @@ package final class RetryTimer: @unchecked Sendable {
     ///
     /// - Throws: `CancellationError` if the task is cancelled before the delay has passed, also if it already is.
     package static func sleep(for delay: Duration, on clock: some Clock<Duration>) async throws {
-        guard Self.hasDispatchTimer(clock) else { return try await clock.sleep(for: delay) }
+        guard clock.isMeasuredByDispatch else { return try await clock.sleep(for: delay) }
         let sleeper = DispatchSleeper()
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
@@ -75,12 +75,6 @@ package final class RetryTimer: @unchecked Sendable {
         } onCancel: {
             sleeper.end(cancelled: true)
         }
-    }
-
-    /// Whether a delay on `clock` is better waited with a Dispatch timer: on the two standard clocks, which Dispatch
-    /// measures too.
-    private static func hasDispatchTimer(_ clock: any Clock<Duration>) -> Bool {
-        clock is ContinuousClock || clock is SuspendingClock
     }
 
     /// A one-shot timer on `queue`, not yet activated, that runs `fire` `delay` from now.

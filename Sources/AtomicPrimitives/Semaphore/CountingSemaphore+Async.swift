@@ -82,7 +82,7 @@ extension CountingSemaphore {
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
     public func wait(timeout: Duration, clock: some Clock<Duration>) async -> Bool {
         let outcome =
-            if clock is ContinuousClock || clock is SuspendingClock {
+            if clock.isMeasuredByDispatch {
                 await self.take(timeout: timeout)
             } else {
                 await self.take(timeout: timeout, on: clock)
