@@ -25,8 +25,9 @@ extension Clock where Duration == Swift.Duration {
         }
     }
 
-    /// Whether Dispatch measures this clock's time too: the continuous and the suspending clock. A delay on them is
-    /// better waited with a Dispatch timer, which a cancel releases at once; their own sleeps, cancelled, keep about
+    /// Whether Dispatch measures this clock's time too: the continuous and the suspending clock.
+    ///
+    /// A delay on them is better waited with a Dispatch timer, which a cancel releases at once; their own sleeps, cancelled, keep about
     /// 700 bytes each until their deadline. Any other clock (a test's) gets a task asleep on it.
     package var isMeasuredByDispatch: Bool {
         self is ContinuousClock || self is SuspendingClock
