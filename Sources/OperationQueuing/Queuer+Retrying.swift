@@ -64,20 +64,26 @@ extension Queuer {
     ) async throws -> Value {
         retries.budget?.recordCall()
         var attempt = 1
+        // Whether this attempt is a retry paid for with a token of the budget.
+        var paidRetry = false
         while true {
             let call = RunCall<Value>()
             do {
                 return try await self.runAttempt(call, body)
             } catch {
+                // A retry whose body never ran (cancelled while it waited for its slot, or by `cancelAll()` first)
+                // costs the budget nothing.
+                if paidRetry && !call.bodyRan { retries.budget?.returnRetry() }
                 guard call.failedUncancelled, !Task.isCancelled, attempt < retries.maximumAttempts,
                     retries.shouldRetry?(error, attempt) ?? true, retries.budget?.withdrawRetry() ?? true
                 else { throw error }
+                paidRetry = retries.budget != nil
                 let delay = retries.policy.delay(beforeRetry: attempt, jitterSeed: retries.jitterSeed)
                 if delay > .zero {
                     do {
                         try await RetryTimer.sleep(for: delay, on: clock)
                     } catch {
-                        // Cancelled during the back-off: the retry never happens, so it costs the budget nothing.
+                        // The back-off ended early (cancelled): the retry never happens, nor costs the budget.
                         retries.budget?.returnRetry()
                         throw error
                     }

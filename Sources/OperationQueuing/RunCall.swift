@@ -78,6 +78,15 @@ final class RunCall<Value: Sendable>: @unchecked Sendable {
         return self.error != nil && !self.stopped
     }
 
+    /// Whether the body ran: it returned or threw.
+    ///
+    /// `false` when the call or its operation was cancelled before it started.
+    var bodyRan: Bool {
+        self.core.lock(onReentry: { self.trapReentry() })
+        defer { self.core.unlock() }
+        return self.value != nil || self.error != nil
+    }
+
     private func step<Result>(_ body: (inout RunStateMachine) -> Result) -> Result {
         self.core.lock(onReentry: { self.trapReentry() })
         defer { self.core.unlock() }

@@ -367,6 +367,27 @@ struct QueuerRetryingTests {
         #expect(budget.availableRetries == 1, "the retry never happened: its token is back")
     }
 
+    @Test("a retry cancelled while it waits for its slot, its body never run, gives its token back to the budget")
+    func cancelledWhileQueuedCostsNoBudget() async throws {
+        let queuer = Queuer(name: "test.retrying.budget.queued", maxConcurrentOperationCount: 1)
+        let budget = RetryBudget(retriesPerCall: 0, capacity: 1)
+        let retries = RetryConfiguration(maximumAttempts: 2, policy: .immediate, budget: budget)
+        let ran = AtomicBox(0)
+        let call = Task {
+            try await queuer.run(retrying: retries) { () -> Int in
+                ran.mutate { $0 += 1 }
+                queuer.pause()  // the retry, with no back-off, waits in the queue
+                throw Fatal()
+            }
+        }
+        #expect(await suspendUntil { budget.availableRetries == 0 && queuer.operationCount == 1 })
+        call.cancel()
+        await #expect(throws: CancellationError.self) { try await call.value }
+        #expect(ran.value == 1, "the retry's body never ran")
+        #expect(budget.availableRetries == 1, "so its token is back")
+        queuer.resume()
+    }
+
     @Test("from a @MainActor consumer: the body runs on the main actor when it says so, and is retried")
     @MainActor
     func fromTheMainActor() async throws {
