@@ -12,8 +12,9 @@ extension Clock where Duration == Swift.Duration {
     ///   - delay: How long from now; zero or less runs `body` as soon as it can.
     ///   - body: The work; it runs on a global queue or in a task of its own.
     package func runAfter(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        // A delay too long to represent never comes, on every clock alike.
-        guard let nanoseconds = delay.nanosecondsIfRepresentable else { return }
+        // A delay too long to represent never comes, on every clock alike (one far in the past is due now).
+        let nanoseconds = delay.nanosecondsIfRepresentable ?? (delay < .zero ? 0 : nil)
+        guard let nanoseconds else { return }
         if self.isMeasuredByDispatch {
             DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
         } else {
