@@ -42,7 +42,7 @@ struct AtomicBoxTests {
             onNewThread {
                 box.mutate { value in
                     inside.signal()
-                    _ = proceed.wait(timeout: deadline())
+                    hold(until: proceed)
                     value = "after"
                 }
             }
@@ -73,7 +73,7 @@ struct AtomicBoxTests {
             onNewThread {
                 box.mutate { _ in
                     inside.signal()
-                    _ = release.wait(timeout: deadline())
+                    hold(until: release)
                 }
                 left.signal()
             }

@@ -250,7 +250,7 @@ struct LockOrderCheckerTests {
                         if index == 0 {
                             box.value?.lock()
                             held.signal()
-                            _ = destroyed.wait(timeout: deadline())
+                            hold(until: destroyed)
                             kept.withLock { other.withLock {} }
                         } else {
                             _ = held.wait(timeout: deadline())

@@ -28,7 +28,7 @@ struct MainQueueDoctorTests {
     private func stuckQueue(_ label: String) -> (queue: DispatchQueue, release: @Sendable () async -> Void) {
         let stuck = DispatchQueue(label: label)
         let unblock = DispatchSemaphore(value: 0)
-        stuck.async { _ = unblock.wait(timeout: deadline()) }
+        stuck.async { hold(until: unblock) }
         return (
             stuck,
             {
@@ -89,7 +89,7 @@ struct MainQueueDoctorTests {
             )
             let outer = probe.noteBlocked(in: call)
             noted.signal()
-            _ = unblock.wait(timeout: deadline())
+            hold(until: unblock)
             probe.noteBlocked(in: outer)
         }
         #expect(await waitOffPool(noted))

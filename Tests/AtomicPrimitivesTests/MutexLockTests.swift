@@ -49,7 +49,7 @@ struct MutexLockTests {
             onNewThread {
                 lock.lock()
                 held.signal()
-                _ = release.wait(timeout: deadline())
+                hold(until: release)
                 lock.unlock()
                 released.signal()
             }

@@ -146,7 +146,7 @@ struct CallbackSubjectTests {
             let queue = DispatchQueue(label: "test.subject.held")
             let recorder = Recorder()
             let release = DispatchSemaphore(value: 0)
-            queue.async { _ = release.wait(timeout: deadline()) }  // holds the queue, so values wait in the mailbox
+            queue.async { hold(until: release) }  // holds the queue, so values wait in the mailbox
             let subscription = subject.subscribe(on: .dispatch(queue), receiveValue: recorder.receive)
             for value in 1...5 { subject.send(value) }
             subscription.cancel()
@@ -283,7 +283,7 @@ struct CallbackSubjectReentrancyTests {
             let cancelledB = DispatchSemaphore(value: 0)
             let a = subject.subscribe { _ in
                 insideA.signal()
-                _ = cancelledB.wait(timeout: deadline())
+                hold(until: cancelledB)
             }
             let callsToB = AtomicBox(0)
             let b = subject.subscribe { _ in callsToB.mutate { $0 += 1 } }

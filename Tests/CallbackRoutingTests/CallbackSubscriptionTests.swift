@@ -172,7 +172,7 @@ struct CallbackSubscriptionTests {
             let release = DispatchSemaphore(value: 0)
             let subscription = subject.subscribe(on: target.queue) { _ in
                 inside.signal()
-                _ = release.wait(timeout: deadline())
+                hold(until: release)
             }
             onNewThread { subject.send(1) }
             checks.expect(inside.wait(timeout: deadline()) == .success)

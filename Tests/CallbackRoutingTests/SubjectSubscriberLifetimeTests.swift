@@ -35,7 +35,7 @@ struct SubjectSubscriberLifetimeTests {
     ) -> CallbackSubscription {
         subject.subscribe(on: route) { _ in
             inside.signal()
-            _ = proceed.wait(timeout: deadline())
+            hold(until: proceed)
             used.mutate { $0.append(tracked.index) }  // after the cancel: still alive
         }
     }
@@ -149,7 +149,7 @@ private final class ParkedSend: Sendable {
         self.subject = subject
         self.subscription = subject.subscribe { [inside, proceed] _ in
             inside.signal()
-            _ = proceed.wait(timeout: deadline())
+            hold(until: proceed)
         }
     }
 

@@ -82,6 +82,27 @@ struct GCDQueueIterateTests {
         }
     }
 
+    @Test(
+        "iterates nested ten deep end, each iteration run once: the callers run the work no worker took",
+        arguments: [2, 10]
+    )
+    func nestedIteratesEnd(queueCount: Int) async throws {
+        // Ten levels of `iterate(2)` are 1,023 callers that each wait: if a caller only waited for workers of its
+        // own, the pool would need a thread for every one of them at once, which Dispatch on Linux grants at about
+        // one a second, and on a busy machine not at all.
+        try await offPoolTest { checks in
+            let queues = (0..<queueCount).map { GCDQueue(name: "test.iterate.nested.\($0)", kind: .concurrent) }
+            let reached = AtomicBox<[Int: Int]>([:])
+            @Sendable func level(_ depth: Int, _ path: Int) {
+                guard depth < 10 else { return reached.mutate { $0[path, default: 0] += 1 } }
+                queues[depth % queueCount].iterate(2) { index in level(depth + 1, path * 2 + index) }
+            }
+            checks.expect(finishes { level(0, 0) })
+            let leaves = reached.value
+            checks.expect(leaves.count == 1_024 && leaves.values.allSatisfy { $0 == 1 }, "\(leaves.count) leaves")
+        }
+    }
+
     @Test("a serial queue's iterate called inside it runs inline, in order")
     func serialQueueInsideRunsInline() async throws {
         try await offPoolTest { checks in

@@ -81,7 +81,7 @@ struct GCDQueueSuspendAndBarrierTests {
                 queue.async {
                     inside.mutate { $0 += 1 }
                     started.signal()
-                    _ = release.wait(timeout: deadline())
+                    hold(until: release)
                     inside.mutate { $0 -= 1 }
                 }
             }

@@ -60,7 +60,7 @@ struct ConcurrentOperationTests {
             let operation = ConcurrentOperation { operation in
                 threads.mutate { $0.append(currentThreadID()) }
                 attempted.signal()
-                _ = gate.wait(timeout: deadline())  // held open, so that retry() can be called while it runs
+                hold(until: gate)  // held open, so that retry() can be called while it runs
                 operation.success = false
             }
             operation.manualRetry = true
@@ -521,7 +521,7 @@ struct ConcurrentOperationAttemptTests {
             let ran = AtomicBox<[String]>([])
             for round in 0..<1_000 {
                 let release = DispatchSemaphore(value: 0)
-                let dependency = BlockOperation { _ = release.wait(timeout: deadline()) }
+                let dependency = BlockOperation { hold(until: release) }
                 let waiting: [ConcurrentOperation] = (0..<4).map { index in
                     let name = "round \(round), operation \(index)"
                     let operation: ConcurrentOperation =

@@ -52,7 +52,7 @@ struct OperationLifetimeTests {
                     let release = DispatchSemaphore(value: 0)
                     let dependency = BlockOperation {
                         running.signal()
-                        _ = release.wait(timeout: deadline())
+                        hold(until: release)
                     }
                     weak var weakDependent: ConcurrentOperation?
                     do {
@@ -99,7 +99,7 @@ struct OperationLifetimeTests {
                 let manual = ConcurrentOperation { operation in
                     let attempt = operation.currentAttempt
                     onNewThread {
-                        _ = gate.wait(timeout: deadline())
+                        hold(until: gate)
                         operation.finish(attempt: attempt, success: true)
                     }
                 }

@@ -204,7 +204,7 @@ struct QueuerTests {
                 let blocking = ConcurrentOperation(name: "link 1") { _ in
                     history.record(.start(1))
                     entered.signal()
-                    _ = release.wait(timeout: deadline())
+                    hold(until: release)
                     history.record(.end(1))
                 }
                 let rest = (2..<6).map { chainLink($0, .concurrent, history, work: 0) }
@@ -406,7 +406,7 @@ struct QueuerTests {
             let log = AtomicBox<[String]>([])
             let done = DispatchSemaphore(value: 0)
             queuer.addOperation {
-                _ = release.wait(timeout: deadline())
+                hold(until: release)
                 log.mutate { $0.append("slow") }
             }
             queuer.addOperation { log.mutate { $0.append("quick") } }

@@ -253,7 +253,7 @@ struct QueueSafeValueReleaseTests {
             onNewThread {
                 _ = command.map { _ in
                     inside.signal()
-                    _ = letGo.wait(timeout: deadline())
+                    hold(until: letGo)
                 }
                 let alive = census.alive
                 aliveAfter.mutate { $0 = alive }

@@ -11,6 +11,15 @@ public func deadline(_ seconds: Int = 10) -> DispatchTime {
     .now() + .seconds(seconds)
 }
 
+/// Blocks the calling thread (a queue's block, a lock's holder, a callback) until the test signals `release`.
+///
+/// A hold outlasts every suite's time limit: it gives up after three minutes, so that a test that never lets go
+/// still ends. A shorter hold could end on its own on a busy machine, letting the queue or lock go while the test
+/// still counts on it being held; the test would then fail for the wrong reason, or pass without checking anything.
+public func hold(until release: DispatchSemaphore) {
+    _ = release.wait(timeout: .now() + .seconds(180))
+}
+
 /// Runs `body(index)` on `count` dedicated threads released together, and waits until all of them returned.
 ///
 /// - Returns: `false` if they had not all returned within `seconds`.

@@ -455,7 +455,8 @@ public struct GCDQueue: Sendable, Equatable {
     ///
     /// On a serial queue the iterations run in order, one at a time, as one ``sync(file:line:_:)`` block: inline when the caller
     /// is inside the queue already. On a concurrent queue the caller is inside, they run inline, in order. Otherwise
-    /// they run in parallel on the queue, while the caller waits.
+    /// they run in parallel inside the queue, the calling thread among the ones that run them, as `concurrentPerform`
+    /// does: so an `iterate` nested in another's iterations ends even when Dispatch has no thread to spare.
     ///
     /// An iteration that runs in parallel is inside this queue, not inside the queues its caller is in: the caller
     /// holds them while it waits. A `sync` from an iteration onto a serial one of them (or a `barrierSync` onto a
@@ -472,22 +473,22 @@ public struct GCDQueue: Sendable, Equatable {
                 for index in 0..<count { block(index) }
             }
         }
-        // One worker block of this queue per core, each taking every `workers`-th index; the caller waits for them
-        // all. Not `concurrentPerform` inside a `sync`: on Linux, libdispatch's apply nested in a sync onto a
-        // concurrent queue corrupted the heap about 1 run in 40 (seen at thread exit).
+        // One slot of strided indexes per core. The caller runs slots too, inside the queue, and waits only for the
+        // slots other threads took: it never waits for a worker that Dispatch has not started, so iterations that
+        // nest, or a busy thread pool, cannot leave it waiting forever. Not `concurrentPerform` inside a `sync`: on
+        // Linux, libdispatch's apply nested in a sync onto a concurrent queue corrupted the heap about 1 run in 40
+        // (seen at thread exit).
+        let slots = Swift.min(count, onlineProcessorCount())
+        guard slots > 0 else { return }
         let record = self.marker.record
-        let workers = Swift.min(count, onlineProcessorCount())
-        let group = DispatchGroup()
         self.leaving(self.recordedContext, record.list) { list in
             withoutActuallyEscaping(block) { block in
-                for worker in 0..<workers {
-                    self.dispatchQueue.async(group: group) {
-                        record.working(for: list) {
-                            for index in stride(from: worker, to: count, by: workers) { block(index) }
-                        }
-                    }
+                let share = IterationShare(count: count, slots: slots, block: block)
+                for _ in 1..<slots {
+                    self.dispatchQueue.async { record.working(for: list) { share.runSlots() } }
                 }
-                group.wait()
+                self.dispatchQueue.sync { record.working(for: list) { share.runSlots() } }
+                share.waitForClaimedSlots()
             }
         }
     }
