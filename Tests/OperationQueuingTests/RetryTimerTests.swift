@@ -29,13 +29,22 @@ struct RetryTimerTests {
         try await clock.waitForSleepers(1)
         onTestClock.cancel()
         #expect(await suspendUntil { clock.deadlines.isEmpty })
-        let continuous = RetryTimer(after: .milliseconds(1), on: ContinuousClock(), queue: .global()) {
+        clock.advance(by: .seconds(5))
+        // On the continuous clock, a Dispatch timer: cancelled after its deadline has passed but before its queue
+        // could run it, it still never fires. (Cancelled on a running queue, a 1 ms wait on a busy machine may fire
+        // first, as the contract allows: fire runs unless the cancel comes before it starts.)
+        let held = DispatchQueue(label: "test.retry-timer.held")
+        held.suspend()
+        let continuous = RetryTimer(after: .milliseconds(1), on: ContinuousClock(), queue: held) {
             fired.mutate { $0 += 1 }
         }
+        let deadlinePassed = CountingSemaphore()
+        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { deadlinePassed.signal() }
+        #expect(await deadlinePassed.wait(timeout: .seconds(10)))
         continuous.cancel()
-        clock.advance(by: .seconds(5))
+        held.resume()
         let flushed = CountingSemaphore()
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { flushed.signal() }
+        held.async { flushed.signal() }
         #expect(await flushed.wait(timeout: .seconds(10)))
         #expect(fired.value == 0)
     }
