@@ -83,13 +83,14 @@ struct GCDQueueIterateTests {
     }
 
     @Test(
-        "iterates nested ten deep end, each iteration run once: the callers run the work no worker took",
-        arguments: [2, 10]
+        "iterates nested ten deep by several callers at once end, each iteration run once: no one waits for a worker",
+        arguments: [(callers: 1, queues: 2), (callers: 1, queues: 10), (callers: 8, queues: 2)]
     )
-    func nestedIteratesEnd(queueCount: Int) async throws {
+    func nestedIteratesEnd(callers: Int, queueCount: Int) async throws {
         // Ten levels of `iterate(2)` are 1,023 callers that each wait: if a caller only waited for workers of its
         // own, the pool would need a thread for every one of them at once, which Dispatch on Linux grants at about
-        // one a second, and on a busy machine not at all.
+        // one a second, and on a busy machine not at all. Nor may a caller's entry into its queue wait behind
+        // workers that no thread has started (8 callers on 2 queues took 15-22 s so).
         try await offPoolTest { checks in
             let queues = (0..<queueCount).map { GCDQueue(name: "test.iterate.nested.\($0)", kind: .concurrent) }
             let reached = AtomicBox<[Int: Int]>([:])
@@ -97,9 +98,10 @@ struct GCDQueueIterateTests {
                 guard depth < 10 else { return reached.mutate { $0[path, default: 0] += 1 } }
                 queues[depth % queueCount].iterate(2) { index in level(depth + 1, path * 2 + index) }
             }
-            checks.expect(finishes { level(0, 0) })
+            checks.expect(runOnThreads(callers, seconds: 10) { caller in level(0, caller) })
             let leaves = reached.value
-            checks.expect(leaves.count == 1_024 && leaves.values.allSatisfy { $0 == 1 }, "\(leaves.count) leaves")
+            let expected = callers * 1_024
+            checks.expect(leaves.count == expected && leaves.values.allSatisfy { $0 == 1 }, "\(leaves.count) leaves")
         }
     }
 

@@ -456,10 +456,9 @@ public struct GCDQueue: Sendable, Equatable {
     /// On a serial queue the iterations run in order, one at a time, as one ``sync(file:line:_:)`` block: inline when the caller
     /// is inside the queue already. On a concurrent queue the caller is inside, they run inline, in order. Otherwise
     /// they run in parallel inside the queue, the calling thread among the ones that run them, as `concurrentPerform`
-    /// does: on a global queue, an `iterate` nested in another's iterations ends even when Dispatch has no thread to
-    /// spare. The caller enters a concurrent queue of your own as a `sync` does, after the queue's blocks that no
-    /// thread has started yet: with the pool busy, iterates nested across your own concurrent queues may wait for
-    /// Dispatch to add a thread.
+    /// does: an `iterate` nested in another's iterations ends even when Dispatch has no thread to spare. The caller
+    /// enters the queue as a `sync` does: after a barrier, and after blocks of the queue that no thread has started
+    /// yet, which may wait for Dispatch to add a thread when every thread is busy.
     ///
     /// An iteration that runs in parallel is inside this queue, not inside the queues its caller is in: the caller
     /// holds them while it waits. A `sync` from an iteration onto a serial one of them (or a `barrierSync` onto a
@@ -476,24 +475,29 @@ public struct GCDQueue: Sendable, Equatable {
                 for index in 0..<count { block(index) }
             }
         }
-        // One slot of strided indexes per core. The caller enters the queue as a `sync` does (so barriers and
-        // suspension hold for it), and only then sends the workers: Dispatch makes a `sync` wait behind the queue's
-        // blocks that no thread has started yet, and its own workers must not be among them. Inside, it runs slots
-        // too, and waits only for the slots other threads took, never for a worker Dispatch has not started. Not
+        // One slot of strided indexes per core, run by the caller and by workers, each entering the queue as a
+        // `sync` does, so that barriers and suspension hold for them. Dispatch makes a `sync` wait behind the queue's
+        // blocks that no thread has started yet: so the workers wait for a thread on the global queue, not on this
+        // one, where they would stand in the way of every caller's `sync`. The caller runs slots too, and then waits
+        // only for the slots other threads took, never for a worker Dispatch has not started. Not
         // `concurrentPerform` inside a `sync`: on Linux, libdispatch's apply nested in a sync onto a concurrent queue
         // corrupted the heap about 1 run in 40 (seen at thread exit).
         let slots = Swift.min(count, onlineProcessorCount())
         guard slots > 0 else { return }
         let record = self.marker.record
+        let qos = self.dispatchQueue.qos.qosClass
+        let pool = DispatchQueue.global(qos: qos == .unspecified ? .default : qos)
         self.leaving(self.recordedContext, record.list) { list in
             withoutActuallyEscaping(block) { block in
                 let share = IterationShare(count: count, slots: slots, block: block)
-                self.dispatchQueue.sync {
-                    for _ in 1..<slots {
-                        self.dispatchQueue.async { record.working(for: list) { share.runSlots() } }
+                for _ in 1..<slots {
+                    pool.async {
+                        // A worker that starts once every slot is taken leaves without waiting for the queue.
+                        guard share.hasUnclaimedSlot else { return }
+                        self.dispatchQueue.sync { record.working(for: list) { share.runSlots() } }
                     }
-                    record.working(for: list) { share.runSlots() }
                 }
+                self.dispatchQueue.sync { record.working(for: list) { share.runSlots() } }
                 share.waitForClaimedSlots()
             }
         }

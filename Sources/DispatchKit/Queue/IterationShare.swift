@@ -45,6 +45,11 @@ final class IterationShare: Sendable {
         }
     }
 
+    /// Whether a slot is still unclaimed; a worker that finds none has nothing to do.
+    var hasUnclaimedSlot: Bool {
+        self.state.value.nextSlot < self.slots
+    }
+
     /// For the caller, once it has run out of slots to claim: waits until every slot claimed by another thread has
     /// ended, then drops the block.
     func waitForClaimedSlots() {
