@@ -47,7 +47,9 @@ final class IterationShare: Sendable {
 
     /// Whether a slot is still unclaimed; a worker that finds none has nothing to do.
     var hasUnclaimedSlot: Bool {
-        self.state.value.nextSlot < self.slots
+        // Not `state.value`: a copy of the state is a reference to the block, and one a late worker held while the
+        // caller returned would be an escape (`withoutActuallyEscaping` traps; schedule chaos found it).
+        self.state.mutate { $0.nextSlot < self.slots }
     }
 
     /// For the caller, once it has run out of slots to claim: waits until every slot claimed by another thread has
