@@ -4,10 +4,10 @@ import Dispatch
 /// The work of one ``GCDQueue/iterate(_:_:)`` on a concurrent queue: `count` iterations cut into `slots` strides, each
 /// run by whichever thread claims it first.
 ///
-/// The caller claims slots too, and waits only for the slots that other threads claimed and are running. So an
-/// `iterate` never waits for a thread that Dispatch has not started: nested in the iterations of another, or with
-/// the thread pool busy, it still ends, with the caller doing the work nobody took. A worker that starts after every
-/// slot is taken leaves at once, and never touches the iterations' block.
+/// The caller claims slots too, and then waits only for the slots that other threads claimed and are running, never
+/// for a worker that Dispatch has not started: nested in the iterations of another, or with the thread pool busy, it
+/// does the work nobody took. (Entering the queue, it waits as a `sync` does; see ``GCDQueue/iterate(_:_:)``.) A
+/// worker that starts after every slot is taken leaves at once, and never touches the iterations' block.
 ///
 /// The block is kept only until the caller has seen every claimed slot end, so that it escapes no further than the
 /// caller's `withoutActuallyEscaping`.
