@@ -2,8 +2,8 @@
 """Compiles, runs and checks every Swift example of the documentation, as a reader would paste it.
 
 Examples come from the ```swift blocks of README.md, Docs/*.md and the DocC articles (Sources/*/*.docc/*.md), and
-from the ```swift blocks of the `///` comments in Sources/. A block whose first line is `// Package.swift` is a
-manifest excerpt and is skipped.
+from the ```swift blocks of the `///` comments in Sources/. A block whose first line is `// Package.swift` or
+`// swift-tools-version` is a manifest, and is skipped here: scripts/install-check.sh builds it.
 
 Each example is compiled exactly as written, as the `main.swift` of an executable target of its own in a generated
 package that depends on ConcurrencyKit by path: top-level code stays top-level code (so a top-level `await` picks
@@ -176,7 +176,7 @@ def generate():
         copy.write(source.read())
     cases, problems = [], []
     for origin, line, code in examples():
-        if code.startswith("// Package.swift"):
+        if code.startswith(("// Package.swift", "// swift-tools-version")):
             continue
         where = f"{origin}:{line}"
         expected = expectations(code)
