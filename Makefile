@@ -9,7 +9,7 @@ ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 
-.PHONY: all build test unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
+.PHONY: all build test markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -20,7 +20,12 @@ build:
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
 ## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
 ## packages, the README's install, top-level awaits that never block, the doc examples, the docs.
-test: lint build unit chaos tsan asan examples install-check noasync-check snippets docs
+test: lint markdown-lint build unit chaos tsan asan examples install-check noasync-check snippets docs
+
+## markdown-lint: every Markdown file read by a CommonMark parser: no unclosed fence, no relative link or anchor that
+## leads nowhere.
+markdown-lint:
+	python3 scripts/markdown-lint.py
 
 unit:
 	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT)

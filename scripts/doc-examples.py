@@ -91,7 +91,7 @@ PRINTS = re.compile(r'^\s*// Prints "(.*)"\s*$')
 
 def markdown_blocks(path):
     text = open(path, encoding="utf-8").read()
-    for match in re.finditer(r"^```swift\n(.*?)^```", text, re.S | re.M):
+    for match in re.finditer(r"^```swift\n(.*?)^```[ \t]*$", text, re.S | re.M):
         yield text[: match.start()].count("\n") + 1, match.group(1)
 
 

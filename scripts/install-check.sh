@@ -15,7 +15,7 @@ python3 - "$work/App" <<'PY'
 import re, sys
 def blocks(path):
     text = open(path, encoding="utf-8").read()
-    return re.findall(r"^```swift\n(.*?)^```", text, re.S | re.M)
+    return re.findall(r"^```swift\n(.*?)^```[ \t]*$", text, re.S | re.M)
 readme = [b for b in blocks("README.md") if b.startswith("// swift-tools-version")]
 guide = [b for b in blocks("Docs/GettingStarted.md") if b.startswith("// swift-tools-version")]
 if len(readme) != 1 or len(guide) != 1:
