@@ -111,8 +111,8 @@ public final class AtomicBox<Value> {
     @usableFromInline
     func _trapReentry() -> Never {
         preconditionFailure(
-            "AtomicBox<\(Value.self)>: value or mutate(_:) was used from inside this box's own mutate closure, "
-                + "which would deadlock. Use the closure's inout parameter instead."
+            "AtomicBox<\(Value.self)>\(self._core.reentryDescription): value or mutate(_:) was used from inside this "
+                + "box's own mutate closure, which would deadlock. Use the closure's inout parameter instead."
         )
     }
 }

@@ -16,8 +16,9 @@
 /// ```
 ///
 /// > Warning: The lock is not recursive. Calling ``lock(file:line:)`` or ``withLock(file:line:_:)`` on a thread that
-/// > already holds the lock would deadlock; instead it traps with a message naming `MutexLock`. Calling ``unlock()``
-/// > on a thread that does not hold the lock traps too.
+/// > already holds the lock would deadlock; instead it traps with a message naming `MutexLock`, and in debug builds
+/// > the lock's `name`, where it was made and the line where the thread took it. Calling ``unlock()`` on a thread that
+/// > does not hold the lock traps too.
 ///
 /// In debug builds the lock joins the lock-order checker (<doc:FindingDeadlocks>): taking two locks in orders that
 /// could deadlock is reported, with the lock's `name` and the lines that took it.
@@ -63,7 +64,7 @@ public final class MutexLock {
     /// - Precondition: The calling thread does not already hold the lock.
     @inlinable
     public func lock(file: StaticString = #fileID, line: UInt = #line) {
-        self._core.lock(file: file, line: line, onReentry: { MutexLock._trapReentry() })
+        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
     }
 
     /// Releases the lock.
@@ -105,7 +106,7 @@ public final class MutexLock {
         line: UInt = #line,
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        self._core.lock(file: file, line: line, onReentry: { MutexLock._trapReentry() })
+        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
         defer { self._core.unlock() }
         return try body()
     }
@@ -121,10 +122,10 @@ public final class MutexLock {
     }
 
     @usableFromInline
-    static func _trapReentry() -> Never {
+    func _trapReentry() -> Never {
         preconditionFailure(
-            "MutexLock: lock() or withLock(_:) was called on the thread that already holds this lock. "
-                + "MutexLock is not recursive; locking it again would deadlock."
+            "MutexLock\(self._core.reentryDescription): lock() or withLock(_:) was called on the thread that already "
+                + "holds this lock. MutexLock is not recursive; locking it again would deadlock."
         )
     }
 

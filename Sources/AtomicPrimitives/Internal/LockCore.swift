@@ -87,6 +87,23 @@ package struct LockCore: ~Copyable {
         self.mutex.deallocate()
     }
 
+    /// How a re-entry trap names the lock, after its type: its name and where it was made, then where the calling
+    /// thread took it, as far as a debug build's lock-order records know (` "cache" (made at App/Cache.swift:3), taken
+    /// on this thread at App/Cache.swift:12`); empty in release builds, which keep no names, and for the diagnostics'
+    /// own locks.
+    package var reentryDescription: String {
+        #if DEBUG
+        guard self.observerSerial != 0 else { return "" }
+        let node = self.observer.node.takeUnretainedValue()
+        let made = "(made at \(node.file):\(node.line))"
+        let named = node.name.map { " \"\($0)\" \(made)" } ?? " \(made)"
+        guard let site = LockOrderThread.site(whereHeld: self.observerSerial) else { return named }
+        return "\(named), taken on this thread at \(site)"
+        #else
+        return ""
+        #endif
+    }
+
     /// Takes the mutex; calls `onReentry` (which must trap) if the calling thread already holds it.
     ///
     /// - Parameters:
