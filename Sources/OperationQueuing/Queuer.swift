@@ -178,6 +178,10 @@ public final class Queuer: Sendable {
     /// Each operation starts after every operation before it has finished — also when some of them were cancelled:
     /// a cancelled operation does not run, and the ones after it still wait for the ones before it. An empty
     /// chain's completion handler still runs.
+    ///
+    /// > Important: `completionHandler` is an operation of this queue, so ``cancelAll()`` cancels it, and it never
+    /// > runs. For code that must run once the chain is over — finished or cancelled — write it after
+    /// > `await waitForAll()`.
     /// - Parameters:
     ///   - operations: The chain, in order.
     ///   - completionHandler: Runs after every operation of the chain has finished; it is an operation of this
@@ -240,6 +244,11 @@ public final class Queuer: Sendable {
     ///
     /// An operation cancelled before it started finishes at once without running; the block still waits for all
     /// the others.
+    ///
+    /// > Important: The block is an operation of this queue, so ``cancelAll()`` cancels it, and it never runs. For
+    /// > code that must run once everything is over — finished or cancelled — write it after `await waitForAll()`
+    /// > (or the blocking ``waitUntilAllOperationsAreFinished(file:line:)``), which returns once every operation
+    /// > added so far has finished, cancelled ones included.
     /// - Parameter completionHandler: The block; it is an operation of this queue, so ``cancelAll()`` cancels it.
     public func addCompletionHandler(_ completionHandler: @escaping @Sendable () -> Void) {
         let completion = BlockOperation(block: completionHandler)
@@ -258,6 +267,10 @@ public final class Queuer: Sendable {
     // MARK: Controlling
 
     /// Cancels every queued and running operation, completion handlers included.
+    ///
+    /// A cancelled completion handler (of ``addCompletionHandler(_:)`` or of a chain) never runs; `await
+    /// waitForAll()` still returns once every operation has finished, and is the place for "done, finished or
+    /// cancelled" code.
     public func cancelAll() {
         self.queue.cancelAllOperations()
     }

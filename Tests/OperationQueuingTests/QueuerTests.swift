@@ -221,6 +221,30 @@ struct QueuerTests {
         }
     }
 
+    @Test("after cancelAll() a completion handler never runs, and code after await waitForAll() does, once all finished")
+    func doneFinishedOrCancelled() async throws {
+        let queuer = Queuer(name: "test.completion.cancelall", maxConcurrentOperationCount: 1)
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let finished = AtomicBox(0)
+        let handlerRan = AtomicBox(false)
+        queuer.addOperation {
+            entered.signal()
+            hold(until: release)
+            finished.mutate { $0 += 1 }
+        }
+        queuer.addOperation { finished.mutate { $0 += 1 } }
+        queuer.addCompletionHandler { handlerRan.mutate { $0 = true } }
+        #expect(await offPool { entered.wait(timeout: deadline()) } == .success)
+        queuer.cancelAll()
+        release.signal()
+        await queuer.waitForAll()
+        // The running operation finished its body; the queued one was cancelled; so was the handler.
+        #expect(finished.value == 1)
+        #expect(queuer.operationCount == 0)
+        #expect(!handlerRan.value)
+    }
+
     @Test("a link that cancels itself while it runs does not stop its chain")
     func selfCancellingLink() async throws {
         try await offPoolTest { checks in
