@@ -36,7 +36,7 @@ public final class Queuer: Sendable {
         maxConcurrentOperationCount: Int = OperationQueue.defaultMaxConcurrentOperationCount,
         qualityOfService: QualityOfService = .default
     ) {
-        Self.checkConcurrency(maxConcurrentOperationCount)
+        Self.checkConcurrency(maxConcurrentOperationCount, of: name)
         self.queue = OperationQueue()
         self.queue.name = name
         self.queue.maxConcurrentOperationCount = maxConcurrentOperationCount
@@ -57,7 +57,7 @@ public final class Queuer: Sendable {
     public var maxConcurrentOperationCount: Int {
         get { self.queue.maxConcurrentOperationCount }
         set {
-            Self.checkConcurrency(newValue)
+            Self.checkConcurrency(newValue, of: self.queue.name)
             self.queue.maxConcurrentOperationCount = newValue
         }
     }
@@ -343,10 +343,11 @@ public final class Queuer: Sendable {
         "Queuer '\(self.queue.name ?? "unnamed")' (\(method))"
     }
 
-    private static func checkConcurrency(_ count: Int) {
+    private static func checkConcurrency(_ count: Int, of name: String?) {
         precondition(
             count >= 1 || count == OperationQueue.defaultMaxConcurrentOperationCount,
-            "Queuer: maxConcurrentOperationCount must be 1 or more, or OperationQueue.defaultMaxConcurrentOperationCount; got \(count)"
+            "Queuer '\(name ?? "unnamed")': maxConcurrentOperationCount must be 1 or more, or "
+                + "OperationQueue.defaultMaxConcurrentOperationCount; got \(count)"
         )
     }
 }

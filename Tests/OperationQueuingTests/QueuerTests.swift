@@ -221,7 +221,7 @@ struct QueuerTests {
         }
     }
 
-    @Test("after cancelAll() a completion handler never runs, and code after await waitForAll() does, once all finished")
+    @Test("after cancelAll() a completion handler never runs; code after await waitForAll() does, once all finished")
     func doneFinishedOrCancelled() async throws {
         let queuer = Queuer(name: "test.completion.cancelall", maxConcurrentOperationCount: 1)
         let entered = DispatchSemaphore(value: 0)
@@ -467,14 +467,28 @@ struct QueuerTests {
         }
     }
 
-    @Test("a maxConcurrentOperationCount below 1 traps with a message naming the value")
+    @Test("a maxConcurrentOperationCount below 1 traps with a message naming the Queuer and the value")
     func invalidLimitTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             _ = Queuer(name: "test.invalid", maxConcurrentOperationCount: 0)
         }
         let stderr = text(result?.standardErrorContent)
-        #expect(stderr.contains("maxConcurrentOperationCount"))
+        #expect(stderr.contains("Queuer 'test.invalid': maxConcurrentOperationCount must be 1 or more"), "\(stderr)")
         #expect(stderr.contains("got 0"))
+    }
+
+    @Test("setting maxConcurrentOperationCount below 1 traps with a message naming the Queuer and the value")
+    func invalidLimitSetTraps() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let queuer = Queuer(name: "test.invalid.set")
+            queuer.maxConcurrentOperationCount = -3
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(
+            stderr.contains("Queuer 'test.invalid.set': maxConcurrentOperationCount must be 1 or more"),
+            "\(stderr)"
+        )
+        #expect(stderr.contains("got -3"))
     }
 
     @Test("pause keeps pending operations from starting; resume starts them and resumes ConcurrentOperations")

@@ -422,8 +422,9 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             return previous
         }
         if let previous {
+            let earlier = previous == owner ? "by an earlier call of the same method" : "to \(previous)"
             preconditionFailure(
-                "\(owner): ConcurrentOperation '\(self.name ?? "unnamed")' was already added to \(previous); "
+                "\(owner): ConcurrentOperation '\(self.name ?? "unnamed")' was already added \(earlier); "
                     + "an operation runs once, in one place"
             )
         }
