@@ -70,6 +70,7 @@ value.async(performIn: .global()).lowestPriority.set(manualCompletion: { number,
     DispatchQueue.main.async { done() }
 })
 print("suspend.get", await value.suspend.lowestPriority.get())
+print("suspend.read", try await value.suspend.lowestPriority.read())
 
 // In an async function, the older names resolve to the async overloads.
 func olderNames() async throws {
@@ -92,6 +93,7 @@ EXPECTED_OUTPUT = [
     "group.waitForAll",
     "queuer.waitForAll",
     "suspend.get success(2)",
+    "suspend.read 2",
     "older names",
 ]
 
@@ -108,6 +110,7 @@ BLOCKING_TWINS = [
     ("_ = await group.wait(timeout: .seconds(1))", "use `await group.waitForAll()`"),
     ("await queuer.waitUntilAllOperationsAreFinished()", "use `await queuer.waitForAll()`"),
     ("_ = await value.wait.lowestPriority.get()", "use the suspend schedule: `await value.suspend.lowestPriority.get()`"),
+    ("_ = try await value.wait.lowestPriority.read()", "`try await value.suspend.lowestPriority.read()`"),
     ("await value.wait.lowestPriority.get(completion: { _ in })", "`await value.suspend.lowestPriority.get()`"),
     ("await value.wait.lowestPriority.get(manualCompletion: { _, done in done() })", "use the async schedule"),
     ("await value.wait.lowestPriority.set(newValue: 2)", "`await value.suspend.lowestPriority.set(newValue:)`"),

@@ -1,5 +1,7 @@
 /// Why a ``QueueSafeValue`` command did not run.
-public enum QueueSafeValueError: Error, Equatable, Sendable {
+///
+/// Printed, an error names what happened and the rule it broke: `print(error)` says more than the case's name.
+public enum QueueSafeValueError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The command was issued after the value's holder was released.
     ///
     /// Schedule and command objects keep neither the holder nor its value alive: keep the ``QueueSafeValue`` itself.
@@ -15,6 +17,25 @@ public enum QueueSafeValueError: Error, Equatable, Sendable {
     case reentrantWait
     /// The task issuing a `suspend` command was cancelled before the command got the value.
     case cancelled
+
+    /// What happened, and the rule it broke.
+    public var description: String {
+        switch self {
+        case .valueContainerDeinited:
+            "QueueSafeValueError.valueContainerDeinited: the command was issued after its QueueSafeValue was "
+                + "released; schedule and command objects keep neither the holder nor its value alive, so keep the "
+                + "QueueSafeValue itself"
+        case .commandClosureDeallocated:
+            "QueueSafeValueError.commandClosureDeallocated: a nil closure was passed where the command needs one"
+        case .reentrantWait:
+            "QueueSafeValueError.reentrantWait: a wait command was issued from inside a command closure (or an async "
+                + "command's completion) of the same value, which would deadlock; use the closure's inout value, or "
+                + "issue an async or suspend command instead"
+        case .cancelled:
+            "QueueSafeValueError.cancelled: the task issuing a suspend command was cancelled before the command got "
+                + "the value"
+        }
+    }
 }
 
 /// The `done` handed to manual-completion closures.

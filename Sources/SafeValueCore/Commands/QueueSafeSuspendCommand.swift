@@ -27,6 +27,17 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
         await self.perform(isolation: isolation) { $0 }
     }
 
+    /// Reads the value, or throws why the command did not run: ``get(isolation:)`` without a `Result` to unpack.
+    ///
+    /// - Parameter isolation: The caller's actor; leave the default.
+    /// - Returns: A copy of the value.
+    /// - Throws: ``QueueSafeValueError`` if the command did not run, such as ``QueueSafeValueError/cancelled``
+    ///   when the task was cancelled before the command got the value.
+    @inlinable
+    public func read(isolation: isolated (any Actor)? = #isolation) async throws(QueueSafeValueError) -> Value {
+        try await self.perform(isolation: isolation) { $0 }.get()
+    }
+
     /// Replaces the value.
     ///
     /// - Parameters:

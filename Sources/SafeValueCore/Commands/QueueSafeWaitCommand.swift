@@ -39,6 +39,37 @@ public struct QueueSafeWaitCommand<Value> {
         self.perform(file: file, line: line) { $0 }
     }
 
+    /// Reads the value, or throws why the command did not run: ``get(file:line:)`` without a `Result` to unpack.
+    ///
+    /// ```swift
+    /// import SafeValueCore
+    ///
+    /// let cart = QueueSafeValue(value: ["apples"])
+    /// do {
+    ///     let items = try cart.wait.lowestPriority.read()
+    ///     print(items)  // ["apples"]
+    /// } catch {
+    ///     // A QueueSafeValueError prints what went wrong and the rule it broke.
+    ///     print(error)
+    /// }
+    /// ```
+    /// - Parameters:
+    ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
+    ///   - line: The caller's line, for those reports.
+    /// - Returns: A copy of the value.
+    /// - Throws: ``QueueSafeValueError`` if the command did not run, such as
+    ///   ``QueueSafeValueError/reentrantWait`` when issued from inside a command of the same value.
+    @available(
+        *,
+        noasync,
+        message:
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `try await value.suspend.lowestPriority.read()`"
+    )
+    @inlinable
+    public func read(file: StaticString = #fileID, line: UInt = #line) throws(QueueSafeValueError) -> Value {
+        try self.perform(file: file, line: line) { $0 }.get()
+    }
+
     /// Runs `completion` with the value while holding it.
     ///
     /// - Parameters:
