@@ -50,11 +50,12 @@ tsan:
 asan:
 	$(TRAP) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
-## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path.
+## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path, with the checks
+## trapping: a blocking call from a task or a lock-order warning in an example a newcomer copies fails the gate.
 examples:
 	@for example in $(EXAMPLES); do \
 		echo "examples: $$example"; \
-		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(SWIFT) test $(STRICT)) || exit 1; \
+		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(TRAP) $(SWIFT) test $(STRICT)) || exit 1; \
 	done
 
 ## install-check: a fresh package that follows the README's install section resolves, builds and runs its first example.

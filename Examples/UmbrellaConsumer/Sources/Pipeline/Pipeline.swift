@@ -29,8 +29,13 @@ public final class Pipeline: Sendable {
         return ((try? await self.results.suspend.lowestPriority.get().get()) ?? []).sorted()
     }
 
-    /// Runs `block` once on a GCDQueue of its own, and waits for it.
-    public func onWorker<T>(_ block: () -> T) -> T {
-        GCDQueue(name: "pipeline.worker").sync(block)
+    /// Runs `block` once on a GCDQueue of its own, and returns what it returns.
+    ///
+    /// The caller suspends, it does not block: `GCDQueue.sync` from async code would hold a thread of the
+    /// cooperative pool (ConcurrencyKit's debug builds report it).
+    public func onWorker<T: Sendable>(_ block: @escaping @Sendable () -> T) async -> T {
+        await withCheckedContinuation { continuation in
+            GCDQueue(name: "pipeline.worker").async { continuation.resume(returning: block()) }
+        }
     }
 }

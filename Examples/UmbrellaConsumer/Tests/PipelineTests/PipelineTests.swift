@@ -11,7 +11,7 @@ struct PipelineTests {
         let subscription = pipeline.progress.subscribe { done in seen.mutate { $0.append(done) } }
         #expect(await pipeline.run(Array(1...10)) == (1...10).map { $0 * $0 })
         #expect(seen.value.max() == 10)
-        #expect(pipeline.onWorker { 7 } == 7)
+        #expect(await pipeline.onWorker { 7 } == 7)
         subscription.cancel()
     }
 }
