@@ -10,14 +10,17 @@ package that depends on ConcurrencyKit by path: top-level code stays top-level c
 the overload it would pick in a reader's `main.swift`), and the example sees only the modules it imports. A missing
 `import Dispatch` fails here as it would in the reader's package; `--self-test` proves that it does.
 
-One line is added after the example: a call that keeps the process alive and drains the main queue, as an app's run
-loop would. Names the examples use as stand-ins for the reader's own code (`download()`, `client`, `images`...) live
-in a module of their own (scripts/doc-examples/Fixtures.swift) that every example sees without importing it; an
-example's own declarations shadow them.
+Nothing is added after the example: the process ends when the example's last line has run, as the reader's would,
+so an example must itself wait for what it prints (a group, a semaphore, an `await`, or an explicit last line such
+as `dispatchMain()` that the reader can see). Each example runs RUNS times, and every run must print what it states.
+Names the examples use as stand-ins for the reader's own code (`download()`, `client`, `images`...) live in a module
+of their own (scripts/doc-examples/Fixtures.swift) that every example sees without importing it; an example's own
+declarations shadow them.
 
 A block that is only a fragment — code that belongs inside the reader's function or type — says so on its first
 line, `// Fragment: <where it goes>`. A fragment is compiled as the body of a function, with `ConcurrencyKit`,
-`Dispatch` and `Foundation` imported for it, and run as the other examples are.
+`Dispatch` and `Foundation` imported for it, called once, and run as the other examples are: it too must wait for
+what it prints before it returns.
 
 An example states what it prints, in either form:
 
@@ -41,7 +44,8 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, ".build", "doc-examples")
 FIXTURES = os.path.join(ROOT, "scripts", "doc-examples", "Fixtures.swift")
-TIME_LIMIT = 20.0  # seconds per example
+TIME_LIMIT = 20.0  # seconds per run of an example
+RUNS = 3  # runs of each example; every one must print what the example states
 FRAGMENT = "// Fragment:"
 PRODUCTS = [
     "AtomicPrimitives",
@@ -132,11 +136,9 @@ def expectations(code):
 
 
 def example_source(code, is_async):
-    """The `main.swift` of one example: the code as written, then the line that keeps the process alive."""
+    """The `main.swift` of one example: the code exactly as written; a fragment, as the body of a function it calls."""
     if not code.startswith(FRAGMENT):
-        keep_alive = "await keepExampleAliveAsync()" if is_async else "keepExampleAlive()"
-        return code + "\n" + keep_alive + "\n"
-    # A fragment runs as the body of a function that never returns, so that its locals live on.
+        return code
     imports = {"import ConcurrencyKit", "import Dispatch", "import Foundation"}
     body = []
     for source_line in code.splitlines():
@@ -144,11 +146,8 @@ def example_source(code, is_async):
             imports.add(source_line.strip())
         else:
             body.append("    " + source_line if source_line else "")
-    if is_async:
-        signature, end, call = "func fragment() async throws", "    await keepExampleAliveAsync()", "try await fragment()"
-    else:
-        signature, end, call = "func fragment() throws -> Never", "    keepExampleAlive()", "try fragment()"
-    return "\n".join(sorted(imports)) + f"\n\n{signature} {{\n" + "\n".join(body) + f"\n\n{end}\n}}\n\n{call}\n"
+    signature, call = ("func fragment() async throws", "try await fragment()") if is_async else ("func fragment() throws", "try fragment()")
+    return "\n".join(sorted(imports)) + f"\n\n{signature} {{\n" + "\n".join(body) + f"\n}}\n\n{call}\n"
 
 
 def write_manifest(targets):
@@ -262,16 +261,18 @@ def main():
     self_test(cases)
     failures = []
     for number, where, expected in cases:
-        remaining, output, stderr, failed = run(number, expected)
-        if remaining or failed:
-            failures.append(
-                f"{where} (Example{number}/main.swift): "
-                + (f"never printed {remaining[0]!r}" if remaining else "the process failed")
-                + f"\n    stdout: {output}\n    stderr: {stderr.strip()[-1500:]}"
-            )
+        for attempt in range(1, RUNS + 1):
+            remaining, output, stderr, failed = run(number, expected)
+            if remaining or failed:
+                failures.append(
+                    f"{where} (Example{number}/main.swift), run {attempt} of {RUNS}: "
+                    + (f"never printed {remaining[0]!r}" if remaining else "the process failed")
+                    + f"\n    stdout: {output}\n    stderr: {stderr.strip()[-1500:]}"
+                )
+                break
     if failures:
-        sys.exit("doc examples failed:\n  " + "\n  ".join(failures))
-    print(f"doc examples: {len(cases)} examples compile, run and print what they state")
+        sys.exit(f"doc examples failed ({len(failures)} of {len(cases)}):\n  " + "\n  ".join(failures))
+    print(f"doc examples: {len(cases)} examples compile as written and, run {RUNS} times each with nothing added, print what they state every time")
 
 
 if __name__ == "__main__":

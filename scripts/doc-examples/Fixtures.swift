@@ -90,14 +90,3 @@ public func updateBar(_ fraction: Double) {}
 public func showError(_ error: any Error) {}
 public let worker = DispatchQueue(label: "worker")
 public let data = Data([1, 2, 3])
-
-/// Keeps a top-level example's process alive after its last line, draining the main queue, as an app's run loop
-/// would: the checker appends a call to it (see scripts/doc-examples.py).
-public func keepExampleAlive() -> Never {
-    dispatchMain()
-}
-
-/// The same for an example with top-level `await`: the main queue is drained while the top-level code is suspended.
-public func keepExampleAliveAsync() async {
-    try? await Task.sleep(for: .seconds(3600))
-}
