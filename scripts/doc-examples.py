@@ -89,6 +89,14 @@ print(hits.value)  // 8
 """
 SELF_TEST_ERROR = "cannot find 'DispatchQueue' in scope"
 
+# The second self-test: an example that does not wait for what it prints must fail, as it would for the reader.
+UNWAITED_TARGET = "CheckerSelfTestUnwaited"
+UNWAITED_CODE = """import Dispatch
+
+DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(200)) { print("late") }
+// Prints "late"
+"""
+
 TRAILING = re.compile(r"^\s*print\(.*\)\s*// (.+?)\s*$")
 PRINTS = re.compile(r'^\s*// Prints "(.*)"\s*$')
 
@@ -158,21 +166,21 @@ def write_manifest(targets):
         manifest.write(MANIFEST_TAIL)
 
 
+def write_if_changed(path, source):
+    """Writes a file, leaving an unchanged one alone so that the next build need not compile it again."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if os.path.exists(path) and open(path, encoding="utf-8").read() == source:
+        return
+    with open(path, "w") as file:
+        file.write(source)
+
+
 def write_target(name, source):
-    folder = os.path.join(OUT, "Sources", name)
-    os.makedirs(folder, exist_ok=True)
-    with open(os.path.join(folder, "main.swift"), "w") as main:
-        main.write(source)
+    write_if_changed(os.path.join(OUT, "Sources", name, "main.swift"), source)
 
 
 def generate():
     sources = os.path.join(OUT, "Sources")
-    if os.path.isdir(sources):
-        for old in glob.glob(os.path.join(sources, "*", "*.swift")):
-            os.remove(old)
-    os.makedirs(os.path.join(sources, "DocFixtures"), exist_ok=True)
-    with open(FIXTURES, encoding="utf-8") as source, open(os.path.join(sources, "DocFixtures", "Fixtures.swift"), "w") as copy:
-        copy.write(source.read())
     cases, problems = [], []
     for origin, line, code in examples():
         if code.startswith(("// Package.swift", "// swift-tools-version")):
@@ -185,28 +193,48 @@ def generate():
         is_async = re.search(r"\bawait\b", code) is not None
         write_target(f"Example{number}", f"// {where}\n" + example_source(code, is_async))
         cases.append((number, where, expected))
+    # Targets of examples that are gone, and the fixtures, are written anew.
+    kept = {f"Example{number}" for number, _, _ in cases} | {"DocFixtures"}
+    if os.path.isdir(sources):
+        for folder in glob.glob(os.path.join(sources, "*")):
+            if os.path.basename(folder) not in kept:
+                for old in glob.glob(os.path.join(folder, "*.swift")):
+                    os.remove(old)
+    with open(FIXTURES, encoding="utf-8") as source:
+        write_if_changed(os.path.join(sources, "DocFixtures", "Fixtures.swift"), source.read())
     write_manifest([f"Example{number}" for number, _, _ in cases])
     return cases, problems
 
 
 def self_test(cases):
-    """Proves the checker fails on a missing import: an example without `import Dispatch` must not compile."""
+    """Proves the checker fails where a reader would: an example without `import Dispatch` must not compile, and one
+    that ends before its background block prints must fail its run."""
     write_target(SELF_TEST_TARGET, example_source(SELF_TEST_CODE, False))
-    write_manifest([f"Example{number}" for number, _, _ in cases] + [SELF_TEST_TARGET])
+    write_target(UNWAITED_TARGET, example_source(UNWAITED_CODE, False))
+    write_manifest([f"Example{number}" for number, _, _ in cases] + [SELF_TEST_TARGET, UNWAITED_TARGET])
     try:
         build = subprocess.run(
             ["swift", "build", "--package-path", OUT, "--target", SELF_TEST_TARGET], capture_output=True, text=True
+        )
+        unwaited = subprocess.run(
+            ["swift", "build", "--package-path", OUT, "--product", UNWAITED_TARGET], capture_output=True, text=True
         )
     finally:
         write_manifest([f"Example{number}" for number, _, _ in cases])
     if build.returncode == 0 or SELF_TEST_ERROR not in build.stdout + build.stderr:
         sys.exit(f"doc examples: the self-test example without `import Dispatch` did not fail with {SELF_TEST_ERROR!r}")
     print("doc examples: an example that misses `import Dispatch` fails to compile, as it should")
+    if unwaited.returncode != 0:
+        sys.exit("doc examples: the self-test example that does not wait failed to build:\n" + unwaited.stderr[-2000:])
+    remaining, _, _, _ = run(UNWAITED_TARGET, expectations(UNWAITED_CODE))
+    if not remaining:
+        sys.exit("doc examples: the self-test example that ends before its block prints passed; the check is blind")
+    print("doc examples: an example that ends before its background block prints fails, as it should")
 
 
-def run(number, expected):
+def run(target, expected):
     """Runs one example with a terminal as its standard output, so that each printed line arrives as it is printed."""
-    binary = os.path.join(OUT, ".build", "debug", f"Example{number}")
+    binary = os.path.join(OUT, ".build", "debug", target if isinstance(target, str) else f"Example{target}")
     reader, writer = pty.openpty()
     process = subprocess.Popen([binary], stdout=writer, stderr=subprocess.PIPE)
     os.close(writer)
@@ -241,6 +269,8 @@ def run(number, expected):
 
 
 def main():
+    """Checks every example; `--only TEXT` runs only those whose origin (`Docs/AsyncCode.md:45`) contains TEXT."""
+    only = sys.argv[sys.argv.index("--only") + 1] if "--only" in sys.argv else None
     cases, problems = generate()
     if problems:
         sys.exit("doc examples:\n  " + "\n  ".join(problems))
@@ -261,6 +291,8 @@ def main():
     self_test(cases)
     failures = []
     for number, where, expected in cases:
+        if only and only not in where:
+            continue
         for attempt in range(1, RUNS + 1):
             remaining, output, stderr, failed = run(number, expected)
             if remaining or failed:
@@ -272,7 +304,14 @@ def main():
                 break
     if failures:
         sys.exit(f"doc examples failed ({len(failures)} of {len(cases)}):\n  " + "\n  ".join(failures))
-    print(f"doc examples: {len(cases)} examples compile as written and, run {RUNS} times each with nothing added, print what they state every time")
+    with open(os.path.join(OUT, "report.txt"), "w") as report:
+        for number, where, expected in cases:
+            if not only or only in where:
+                report.write(f"{where}: ran {RUNS} times as written, printed its {len(expected)} stated line(s) each time\n")
+    print(
+        f"doc examples: {sum(1 for _, where, _ in cases if not only or only in where)} examples compile as written and, run {RUNS} times each with nothing added, print "
+        f"what they state every time (each one listed in {os.path.relpath(OUT, ROOT)}/report.txt)"
+    )
 
 
 if __name__ == "__main__":

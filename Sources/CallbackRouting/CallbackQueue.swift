@@ -18,9 +18,12 @@ import Foundation
 ///     }
 /// }
 ///
+/// let done = CountingSemaphore()
 /// load(URL(fileURLWithPath: "/etc/hosts")) { data in  // on the main queue
 ///     print(data != nil)  // true
+///     done.signal()
 /// }
+/// try await done.acquire()  // suspends, so the main queue can run the completion
 /// ```
 ///
 /// > Important: On Linux, blocks sent to the main queue run only while something drains it: `dispatchMain()`,

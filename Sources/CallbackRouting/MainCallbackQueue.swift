@@ -11,12 +11,14 @@
 /// @MainActor final class Model {
 ///     var events: [Int] = []
 ///     var subscription: CallbackSubscription?
+///     let received = CountingSemaphore()
 ///
 ///     func start(_ subject: CallbackSubject<Int, Never>) {
 ///         MainCallbackQueue.mainCurrentOrAsync.execute { @MainActor in self.events.append(0) }
 ///         subscription = subject.subscribe(on: .mainAsync) { value in
 ///             self.events.append(value)
 ///             print(self.events)
+///             self.received.signal()
 ///         }
 ///     }
 /// }
@@ -25,6 +27,7 @@
 /// let subject = CallbackSubject<Int, Never>()
 /// model.start(subject)
 /// subject.send(1)
+/// try await model.received.acquire()  // suspends, so the main queue runs the routed blocks
 /// // Prints "[0, 1]"
 /// ```
 ///

@@ -7,9 +7,11 @@ import AtomicPrimitives
 /// ```swift
 /// import DispatchKit
 ///
+/// let shown = CountingSemaphore()
 /// let download = GCDQueue.utility + { print("fetch") }
-/// download <> { print("parse on utility") } <> GCDTask(queue: .main) { print("show on main") }
+/// download <> { print("parse on utility") } <> GCDTask(queue: .main) { print("show on main"); shown.signal() }
 /// download.async()
+/// try await shown.acquire()  // suspends, so the main queue can run the last task
 /// // Prints "fetch"
 /// // Prints "parse on utility"
 /// // Prints "show on main"

@@ -7,10 +7,16 @@ import Dispatch
 /// import Dispatch
 /// import OperationQueuing
 ///
-/// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) { print("ping") }
+/// let pings = CountingSemaphore()
+/// let heartbeat = Scheduler(deadline: .now() + 1, repeating: .seconds(1)) {
+///     print("ping")
+///     pings.signal()
+/// }
+/// pings.wait()
+/// pings.wait()
+/// heartbeat.cancel()  // it pings until cancelled, or until `heartbeat` is released
 /// // Prints "ping"
 /// // Prints "ping"
-/// // Until `heartbeat.cancel()`, or until `heartbeat` is released.
 /// ```
 ///
 /// It starts at `deadline` once it has a handler — given to `init`, or set by the first ``setHandler(_:)`` — and

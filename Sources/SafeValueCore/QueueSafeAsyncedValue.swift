@@ -7,10 +7,13 @@ import Dispatch
 /// import SafeValueCore
 ///
 /// let log = QueueSafeAsyncedValue(value: [String](), queue: DispatchQueue(label: "log"))
+/// let printed = CountingSemaphore()
 /// log.lowestPriority.set(accessClosure: { $0.append("started") })
 /// log.lowestPriority.get { result in  // on the "log" queue
 ///     print(result)  // success(["started"])
+///     printed.signal()
 /// }
+/// printed.wait()  // the program waits for the callback before it ends
 /// ```
 ///
 /// > Warning: Keep the holder: commands issued through a temporary fail with

@@ -6,11 +6,14 @@
 /// import CallbackRouting
 ///
 /// let progress = CallbackSubject<Double, Never>()
+/// let shown = CountingSemaphore()
 /// let subscription = progress.subscribe(on: .mainAsync) { fraction in
 ///     print("downloaded \(Int(fraction * 100))%")
+///     shown.signal()
 /// }
 /// progress.send(0.5)
 /// progress.send(completion: .finished)
+/// try await shown.acquire()  // suspends, so the main queue runs the callback
 /// // Prints "downloaded 50%"
 /// ```
 ///
@@ -97,10 +100,14 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     /// @MainActor final class Downloads {
     ///     var fractions: [Double] = []
     ///     var subscription: CallbackSubscription?
+    ///     let finished = CountingSemaphore()
     ///
     ///     func watch(_ progress: CallbackSubject<Double, Never>) {
     ///         subscription = progress.subscribe(on: .mainAsync) { self.fractions.append($0) }
-    ///             receiveCompletion: { _ in print(self.fractions) }
+    ///             receiveCompletion: { _ in
+    ///                 print(self.fractions)
+    ///                 self.finished.signal()
+    ///             }
     ///     }
     /// }
     ///
@@ -109,6 +116,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     /// downloads.watch(progress)
     /// progress.send(0.5)
     /// progress.send(completion: .finished)
+    /// try await downloads.finished.acquire()  // suspends, so the main queue runs the callbacks
     /// // Prints "[0.5]"
     /// ```
     ///

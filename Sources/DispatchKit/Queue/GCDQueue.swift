@@ -4,13 +4,19 @@ import Dispatch
 /// A dispatch queue with a short vocabulary: Eki's `Queue`, alive again on Swift 6 and Linux.
 ///
 /// ```swift
+/// import Dispatch
 /// import DispatchKit
+/// import Foundation
 ///
 /// let work = GCDQueue(name: "work")
 /// work.async { print("in the background") }
 /// let answer = work.sync { 42 }
-/// GCDQueue.main <<< { print("on main") }
+/// GCDQueue.main <<< {
+///     print("on main")
+///     exit(0)
+/// }
 /// print(answer)  // 42
+/// dispatchMain()  // gives the main thread to the main queue (on Linux nothing else drains it)
 /// // Prints "on main"
 /// ```
 ///

@@ -8,6 +8,7 @@ import Foundation
 /// let thumbnails = GroupOperation(images.map(ThumbnailOperation.init)) { print("all thumbnails done") }
 /// let publish = ConcurrentOperation { _ in publishGallery() }  // starts after the group's handler
 /// queuer.addChainedOperations(thumbnails, publish) { print("gallery published") }
+/// queuer.waitUntilAllOperationsAreFinished()  // the program ends after the chain and its handler
 /// // Prints "all thumbnails done"
 /// // Prints "gallery published"
 /// ```
