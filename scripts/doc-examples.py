@@ -46,6 +46,9 @@ OUT = os.path.join(ROOT, ".build", "doc-examples")
 FIXTURES = os.path.join(ROOT, "scripts", "doc-examples", "Fixtures.swift")
 TIME_LIMIT = 20.0  # seconds per run of an example
 RUNS = 3  # runs of each example; every one must print what the example states
+# Documents whose complete examples must also compile and run pasted one after another into a single main.swift, as a
+# reader trying them all at once would: one `await` in one of them must not break the blocking calls of another.
+TOGETHER = ["Docs/GettingStarted.md"]
 FRAGMENT = "// Fragment:"
 PRODUCTS = [
     "AtomicPrimitives",
@@ -122,6 +125,14 @@ def comment_blocks(path):
         index += 1
 
 
+def pasted_together(cases_code):
+    """The examples of each TOGETHER document, pasted one after another in the document's order."""
+    for document in TOGETHER:
+        codes = [code for origin, _, code in cases_code if origin == document and not code.startswith(FRAGMENT)]
+        if codes:
+            yield f"{document} (all its examples in one file)", "\n".join(codes)
+
+
 def examples():
     documents = [os.path.join(ROOT, "README.md")]
     documents += sorted(glob.glob(os.path.join(ROOT, "Docs", "*.md")))
@@ -182,10 +193,11 @@ def write_target(name, source):
 def generate():
     sources = os.path.join(OUT, "Sources")
     cases, problems = [], []
-    for origin, line, code in examples():
-        if code.startswith(("// Package.swift", "// swift-tools-version")):
-            continue
-        where = f"{origin}:{line}"
+    found = [(origin, line, code) for origin, line, code in examples()]
+    found = [(o, l, c) for o, l, c in found if not c.startswith(("// Package.swift", "// swift-tools-version"))]
+    found += [(where, None, code) for where, code in pasted_together(found)]
+    for origin, line, code in found:
+        where = f"{origin}:{line}" if line is not None else origin
         expected = expectations(code)
         if not expected:
             problems.append(f'{where}: the example states no output (`print(x)  // value` or `// Prints "value"`)')
