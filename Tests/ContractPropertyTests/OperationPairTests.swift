@@ -151,7 +151,7 @@ struct OperationPairTests {
         )
     }
 
-    @Test("OperationQueuing: Queuer, ConcurrentOperation, GroupOperation, Scheduler")
+    @Test("OperationQueuing: Queuer (with a RetryBudget), ConcurrentOperation, AsyncOperation, GroupOperation, Scheduler")
     func operationQueuing() async {
         await self.check(
             PairTable(
@@ -178,6 +178,7 @@ struct OperationPairTests {
                         _ = try? await queuer.run(retrying: retries) { () -> Int in throw PairFailure() }
                     },
                     .async("waitForAll") { await $0.waitForAll() },
+                    .sync("the budget's balance") { _ in _ = pairBudget.availableRetries },
                 ],
                 tearDown: { $0.resume() }
             )
@@ -206,6 +207,28 @@ struct OperationPairTests {
                     },
                     .sync("state") { operation in
                         _ = (operation.isFinished, operation.isExecuting, operation.currentAttempt, operation.success)
+                    },
+                ],
+                tearDown: { $0.cancel() }
+            )
+        )
+        await self.check(
+            PairTable(
+                "AsyncOperation",
+                make: {
+                    let operation = AsyncOperation { _ in await Task.yield() }
+                    operation.maximumAttempts = 2
+                    host.addOperation(operation)
+                    return operation
+                },
+                operations: [
+                    .sync("cancel") { $0.cancel() },
+                    .sync("pause, resume") { operation in
+                        operation.pause()
+                        operation.resume()
+                    },
+                    .sync("state") { operation in
+                        _ = (operation.isFinished, operation.isExecuting, operation.currentAttempt, operation.error)
                     },
                 ],
                 tearDown: { $0.cancel() }
@@ -316,8 +339,13 @@ struct OperationPairTests {
                     .sync("stop") { $0.stop() },
                     .sync("settings") { timer in
                         timer.repeatInterval = 0.002
-                        timer.tolerance = 0.001
-                        _ = timer.isRunning
+                        timer.toleranceDuration = .milliseconds(1)
+                        _ = (timer.isRunning, timer.repeatDuration, timer.tolerance)
+                    },
+                    .async("iterate ticks, cancelled") { timer in
+                        let iteration = Task { for await _ in timer.ticks {} }
+                        iteration.cancel()
+                        await iteration.value
                     },
                 ],
                 tearDown: { $0.stop() }
@@ -361,6 +389,11 @@ struct OperationPairTests {
                         }
                     },
                     .sync("subscriberCount") { _ = $0.subject.subscriberCount },
+                    .async("iterate values, cancelled") { test in
+                        let iteration = Task { [values = test.subject.values] in for await _ in values {} }
+                        iteration.cancel()
+                        await iteration.value
+                    },
                 ]
             )
         )
