@@ -11,6 +11,9 @@ import Testing
     .enabled(if: LockOrderChecking.mode != .off, "the lock-order checker is off")
 )
 struct TestClockOperationPairTests {
+    /// `advance(to:)` is left out: an instant read from `now` may be passed by another thread's move before the
+    /// call, which then traps as a move back in time (a misuse, not a race of the clock's); `advance(by:)` takes
+    /// the same path.
     @Test("advance, sleep, cancel, waitForSleepers, run and the readings, against each other and release")
     func everyPair() async {
         let table = PairTable(
@@ -18,7 +21,6 @@ struct TestClockOperationPairTests {
             make: { TestClock() },
             operations: [
                 .sync("advance(by:)") { $0.advance(by: .seconds(1)) },
-                .sync("advance(to:)") { clock in clock.advance(to: clock.now.advanced(by: .seconds(2))) },
                 .sync("readings") { clock in _ = (clock.now, clock.deadlines, clock.minimumResolution) },
                 .async("sleep, cancelled") { clock in
                     let sleeper = Task { try await clock.sleep(for: .seconds(1)) }

@@ -151,8 +151,8 @@ struct OperationPairTests {
         )
     }
 
-    @Test("OperationQueuing: Queuer (with a RetryBudget), ConcurrentOperation, AsyncOperation, GroupOperation, Scheduler")
-    func operationQueuing() async {
+    @Test("OperationQueuing: Queuer, with a RetryBudget")
+    func queuer() async {
         await self.check(
             PairTable(
                 "Queuer",
@@ -183,6 +183,10 @@ struct OperationPairTests {
                 tearDown: { $0.resume() }
             )
         )
+    }
+
+    @Test("OperationQueuing: ConcurrentOperation, AsyncOperation, GroupOperation, Scheduler")
+    func operations() async {
         let host = Queuer(name: "pairs.operations")
         await self.check(
             PairTable(
@@ -272,8 +276,8 @@ struct OperationPairTests {
         )
     }
 
-    @Test("DispatchKit: GCDQueue, GCDGroup, GCDTask, GCDTimer, OnceDispatcher")
-    func dispatchKit() async {
+    @Test("DispatchKit: GCDQueue, serial and concurrent")
+    func gcdQueue() async {
         for kind in [GCDQueue.Kind.serial, .concurrent] {
             await self.check(
                 PairTable(
@@ -295,6 +299,10 @@ struct OperationPairTests {
                 )
             )
         }
+    }
+
+    @Test("DispatchKit: GCDGroup, GCDTask, GCDTimer, OnceDispatcher")
+    func dispatchKit() async {
         let queue = GCDQueue(name: "pairs.dispatch", kind: .concurrent)
         await self.check(
             PairTable(
