@@ -309,7 +309,10 @@ struct LockOrderCheckerTests {
             }
             checks.expect(found.isEmpty, "\(found.map(\.message))")
             let after = LockOrderChecker.orphanCount
-            checks.expect(after <= before, "\(after - before) records of destroyed locks kept, for a holder that moved on")
+            checks.expect(
+                after <= before,
+                "\(after - before) records of destroyed locks kept, for a holder that moved on"
+            )
             let records = holderRecords.value
             checks.expect(records.peak == 1, "the holder's records held \(records.peak) locks at once")
             checks.expect(records.after == 0, "the holder's records still hold \(records.after) destroyed locks")
@@ -345,8 +348,11 @@ struct LockOrderCheckerTests {
                 onThread { kept.withLock { next.withLock {} } }
             }
             checks.expect(found.filter { $0.kind == .unorderedPeers }.isEmpty, "\(found.map(\.message))")
-            try checks.require(found.count == 1, "the inversion of the live locks is reported: \(found.map(\.message))")
-            checks.expect(found[0].message.contains("orphan-peer-next") && found[0].message.contains("orphan-peer-kept"))
+            let messages = found.map(\.message)
+            try checks.require(found.count == 1, "the inversion of the live locks is reported: \(messages)")
+            checks.expect(
+                found[0].message.contains("orphan-peer-next") && found[0].message.contains("orphan-peer-kept")
+            )
             checks.expect(!found[0].message.contains("orphan-peer-gone"))
         }
     }

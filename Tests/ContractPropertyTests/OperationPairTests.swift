@@ -7,9 +7,11 @@ import SafeValueCore
 import TestSupport
 import Testing
 
-/// "Every internal lock order a type can take is taken": every ordered pair of each stateful type's public
-/// operations, on one instance, from two threads at once, releasing the instance among them, under the lock-order
-/// checker (``OperationPairs``). The checker reports only the orders some run takes; this is the run that takes them.
+/// "Every internal lock order a type can take is taken", under the lock-order checker.
+///
+/// Every ordered pair of each stateful type's public operations runs on one instance, from two threads at once,
+/// releasing the instance among them (``OperationPairs``). The checker reports only the orders some run takes; this
+/// is the run that takes them.
 ///
 /// Each table lists the operations a user can call on a shared instance. An operation that would wait for something
 /// only another call gives (a semaphore's plain `wait`, a queue's `suspend` alone) is written with its bound (a timed
@@ -450,7 +452,8 @@ private final class SubjectUnderTest: Sendable {
     func subscribe(on queue: CallbackQueue) {
         let subscription = self.subject.subscribe(on: queue) { [weak subject] _ in
             _ = subject?.subscriberCount
-        } receiveCompletion: { _ in }
+        } receiveCompletion: { _ in
+        }
         self.subscriptions.mutate { $0.append(subscription) }
     }
 }
