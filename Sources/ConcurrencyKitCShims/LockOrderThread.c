@@ -1,6 +1,7 @@
 #include "ConcurrencyKitCShims.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,15 @@ struct ck_lock_order_thread {
     intptr_t count;
     intptr_t capacity;
     uint64_t epoch;
+    /// The value of `ck_orphans` when the thread last looked for its orphans; 0 at first, so that a new thread looks
+    /// once: it may have the ID of an exited thread whose orphans are still kept.
+    uint64_t orphansSeen;
     ck_edge known[CK_CACHE_SLOTS];
 };
+
+/// How many locks were destroyed while another thread held them: a thread that last looked at another value may
+/// hold one of them.
+static _Atomic uint64_t ck_orphans;
 
 static _Thread_local ck_lock_order_thread *ck_current;
 static pthread_key_t ck_key;
@@ -153,6 +161,9 @@ bool ck_lock_order_acquire(
     uintptr_t line
 ) {
     ck_lock_order_thread *thread = ck_lock_order_current(epoch);
+    if (thread->orphansSeen != atomic_load_explicit(&ck_orphans, memory_order_relaxed)) {
+        return false;
+    }
     if (thread->count > 0 && !ck_lock_order_all_known(thread, serial, peers)) {
         return false;
     }
@@ -186,5 +197,18 @@ bool ck_lock_order_holds(uint64_t serial) {
             return true;
         }
     }
+    return false;
+}
+
+void ck_lock_order_orphaned(void) {
+    atomic_fetch_add_explicit(&ck_orphans, 1, memory_order_acq_rel);
+}
+
+bool ck_lock_order_orphans_seen(ck_lock_order_thread *thread) {
+    uint64_t orphans = atomic_load_explicit(&ck_orphans, memory_order_acquire);
+    if (thread->orphansSeen == orphans) {
+        return true;
+    }
+    thread->orphansSeen = orphans;
     return false;
 }

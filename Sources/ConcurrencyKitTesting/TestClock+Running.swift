@@ -63,11 +63,16 @@ extension TestClock {
     /// print(clock.now)  // 3600.0 seconds
     /// ```
     ///
+    /// `run()` returns the first time it looks and finds the clock idle. So a loop that sleeps again after each wake
+    /// (an endless timer, a poll) ends the run whenever the run looks between a wake and the next sleep, after a
+    /// step or after many; only if it finds the loop asleep every time does it throw
+    /// ``TestClockError/Reason/neverIdle``. Give such a loop to ``run(timeout:_:)``, which waits for its next sleep.
+    ///
     /// - Parameter timeout: How long, in real time, `run()` waits for a change on the clock, and how long it runs at
     ///   most while things keep changing.
     /// - Throws: ``TestClockError``: ``TestClockError/Reason/wakeNotResumed`` if a woken task has not come back out
     ///   of its sleep for `timeout`; ``TestClockError/Reason/neverIdle`` if it still moves the time after `timeout`,
-    ///   having moved it at least 100 times, as it does when something sleeps again after every wake.
+    ///   having moved it at least 100 times: only when something sleeps on the clock every time it looks.
     ///   `CancellationError` if the task is cancelled.
     public func run(timeout: Duration = .seconds(10)) async throws {
         try await self.drive(until: { false }, operationPending: false, timeout: timeout)
@@ -79,6 +84,12 @@ extension TestClock {
     /// the time. While `operation` runs, the clock steps as ``run(timeout:)`` does, and when nothing sleeps it waits for the
     /// operation to sleep again or to return, instead of stopping. It returns what the operation returns, as soon as
     /// it does, even if other tasks still sleep on the clock.
+    ///
+    /// The run moves the time from its start, not from the operation's first sleep: a task that already sleeps on the
+    /// clock when `run` is called can be woken at its deadline before the operation has reached its first sleep, so
+    /// the operation may first read a ``now`` later than the one `run` was called at. To begin the operation at the
+    /// current time while others sleep on the clock, start it in a task, wait with ``waitForSleepers(_:timeout:)``
+    /// until it sleeps too, and then `run { try await task.value }`.
     ///
     /// ```swift
     /// import ConcurrencyKitTesting
@@ -115,8 +126,8 @@ extension TestClock {
     ///   ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed for `timeout`;
     ///   ``TestClockError/Reason/wakeNotResumed``: a woken task did not come back out of its sleep for `timeout`;
     ///   ``TestClockError/Reason/neverIdle``: it still moved the time after `timeout`, having moved it at least 100
-    ///   times. `CancellationError` if the task is cancelled. When it throws for any of these, it cancels the operation's task and does not wait for
-    ///   it.
+    ///   times, as it does when the operation sleeps again after every wake. `CancellationError` if the task is
+    ///   cancelled. When it throws for any of these, it cancels the operation's task and does not wait for it.
     public func run<Value: Sendable>(
         timeout: Duration = .seconds(10),
         _ operation: @escaping @Sendable () async throws -> Value

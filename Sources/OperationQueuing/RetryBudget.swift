@@ -37,11 +37,21 @@ import AtomicPrimitives
 /// is kept under a lock.
 public final class RetryBudget: Sendable {
     /// What a call deposits, what a retry takes out and what the budget holds, in millionths of a retry.
+    ///
+    /// `held` stays from 0 to `capacity`, and `capacity` is at most `Int64.max` rounded down to a whole retry, so a
+    /// deposit can come within a retry of `Int64.max`: every sum is clamped before it is made, never after.
     private struct Balance {
         static let retry: Int64 = 1_000_000
+        /// The largest capacity, in whole retries, that the balance can hold.
+        static let maximumRetries = Int64.max / retry
         let deposit: Int64
         let capacity: Int64
         var held: Int64
+
+        /// Adds `amount` (0 or more), up to `capacity`, without overflow.
+        mutating func add(_ amount: Int64) {
+            self.held += min(amount, self.capacity - self.held)
+        }
     }
 
     private let balance: AtomicBox<Balance>
@@ -57,7 +67,8 @@ public final class RetryBudget: Sendable {
     /// - Parameters:
     ///   - retriesPerCall: The share of a retry each call earns, from 0 to 1; once every call fails, calls make
     ///     about `1 + retriesPerCall` attempts each.
-    ///   - capacity: The most retries the budget holds, and what it starts with; 1 or more.
+    ///   - capacity: The most retries the budget holds, and what it starts with: from 1 to `Int64.max / 1_000_000`
+    ///     (9,223,372,036,854), since the balance is kept in millionths of a retry.
     /// - Precondition: The parameters are in those ranges; a violation traps with a message naming the parameter
     ///   and the value.
     public init(retriesPerCall: Double = 0.1, capacity: Int = 10) {
@@ -67,9 +78,9 @@ public final class RetryBudget: Sendable {
                 + "\(retriesPerCall)"
         )
         precondition(
-            capacity >= 1 && capacity <= Int(Int64.max / Balance.retry),
+            capacity >= 1 && Int64(clamping: capacity) <= Balance.maximumRetries,
             "RetryBudget: capacity is the most retries the budget holds and must be from 1 to "
-                + "\(Int64.max / Balance.retry), not \(capacity)"
+                + "\(Balance.maximumRetries), not \(capacity)"
         )
         self.retriesPerCall = retriesPerCall
         self.capacity = capacity
@@ -89,13 +100,13 @@ public final class RetryBudget: Sendable {
 
     /// A call begins: deposits ``retriesPerCall``, up to ``capacity``.
     func recordCall() {
-        self.balance.mutate { $0.held = min($0.capacity, $0.held + $0.deposit) }
+        self.balance.mutate { $0.add($0.deposit) }
     }
 
     /// A retry that was withdrawn did not happen (its call was cancelled during the back-off): puts it back, up to
     /// ``capacity``.
     func returnRetry() {
-        self.balance.mutate { $0.held = min($0.capacity, $0.held + Balance.retry) }
+        self.balance.mutate { $0.add(Balance.retry) }
     }
 
     /// A retry is about to happen: takes one out, if the budget holds one.

@@ -266,6 +266,97 @@ struct LockOrderCheckerTests {
         }
     }
 
+    @Test("10,000 locks destroyed while another thread holds them leave the checker's records flat")
+    func orphansDoNotAccumulate() async throws {
+        try await offPoolTest { checks in
+            let rounds = 10_000
+            let before = LockOrderChecker.orphanCount
+            let box = AtomicBox<MutexLock?>(nil, name: "orphans-box")
+            let other = MutexLock(name: "orphans-other")
+            let ready = DispatchSemaphore(value: 0)
+            let held = DispatchSemaphore(value: 0)
+            let holderRecords = AtomicBox((peak: 0, after: -1))
+            let found = reports(naming: "orphans-") {
+                checks.expect(
+                    runOnThreads(2) { index in
+                        if index == 0 {
+                            // The holder: locks each lock it is given, and never unlocks it.
+                            for _ in 0..<rounds {
+                                hold(until: ready)
+                                box.value?.lock()
+                                let records = LockOrderChecker.heldCount
+                                holderRecords.mutate { $0.peak = max($0.peak, records) }
+                                held.signal()
+                            }
+                            hold(until: ready)
+                            other.withLock {}
+                            let after = LockOrderChecker.heldCount
+                            holderRecords.mutate { $0.after = after }
+                        } else {
+                            // The destroyer: makes each lock, and destroys it once the holder holds it.
+                            for _ in 0..<rounds {
+                                box.mutate { $0 = MutexLock(name: "orphans-lock") }
+                                ready.signal()
+                                hold(until: held)
+                                var taken = box.mutate { $0.take() }
+                                checks.expect(taken != nil)
+                                taken = nil
+                            }
+                            ready.signal()
+                        }
+                    }
+                )
+            }
+            checks.expect(found.isEmpty, "\(found.map(\.message))")
+            let after = LockOrderChecker.orphanCount
+            checks.expect(
+                after <= before,
+                "\(after - before) records of destroyed locks kept, for a holder that moved on"
+            )
+            let records = holderRecords.value
+            checks.expect(records.peak == 1, "the holder's records held \(records.peak) locks at once")
+            checks.expect(records.after == 0, "the holder's records still hold \(records.after) destroyed locks")
+        }
+    }
+
+    @Test("a lock of a peer class destroyed while another thread holds it is not held by that thread any more")
+    func orphanOfAPeerClassIsNotHeld() async throws {
+        try await offPoolTest { checks in
+            let deliveries = LockOrderPeerClass(name: "orphan-peer delivery lock")
+            let next = MutexLock(name: "orphan-peer-next", peers: deliveries)
+            let kept = MutexLock(name: "orphan-peer-kept")
+            let box = AtomicBox<MutexLock?>(MutexLock(name: "orphan-peer-gone", peers: deliveries))
+            let held = DispatchSemaphore(value: 0)
+            let destroyed = DispatchSemaphore(value: 0)
+            let found = reports(naming: "orphan-peer-") {
+                checks.expect(
+                    runOnThreads(2) { index in
+                        if index == 0 {
+                            box.value?.lock()
+                            held.signal()
+                            hold(until: destroyed)
+                            // The destroyed lock was unlocked by its destruction: taking another of its class, and
+                            // an order among the holder's live locks, is checked as on any thread.
+                            next.withLock { kept.withLock {} }
+                        } else {
+                            hold(until: held)
+                            box.mutate { $0 = nil }
+                            destroyed.signal()
+                        }
+                    }
+                )
+                onThread { kept.withLock { next.withLock {} } }
+            }
+            checks.expect(found.filter { $0.kind == .unorderedPeers }.isEmpty, "\(found.map(\.message))")
+            let messages = found.map(\.message)
+            try checks.require(found.count == 1, "the inversion of the live locks is reported: \(messages)")
+            checks.expect(
+                found[0].message.contains("orphan-peer-next") && found[0].message.contains("orphan-peer-kept")
+            )
+            checks.expect(!found[0].message.contains("orphan-peer-gone"))
+        }
+    }
+
     @Test(
         "the mode names of CONCURRENCYKIT_LOCK_ORDER",
         arguments: [

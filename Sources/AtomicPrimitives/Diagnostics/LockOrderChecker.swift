@@ -82,6 +82,30 @@ package enum LockOrderChecker {
         #endif
     }
 
+    /// How many records of destroyed locks the checker keeps, for threads that held those locks as they were
+    /// destroyed by another thread: 0 in release builds.
+    ///
+    /// For tests that check the checker's memory stays flat: a holder drops such a record at its next checked
+    /// acquisition, or as it exits.
+    package static var orphanCount: Int {
+        #if DEBUG
+        LockOrderNode.orphanCount
+        #else
+        0
+        #endif
+    }
+
+    /// How many locks the calling thread holds by the checker's records: 0 whenever the checker is off.
+    package static var heldCount: Int {
+        #if DEBUG
+        let switches = DiagnosticSwitches.flags.load(ordering: .relaxed)
+        guard switches & 1 != 0 else { return 0 }  // the checker's bit
+        return ck_lock_order_count(ck_lock_order_current(switches >> 2))
+        #else
+        0
+        #endif
+    }
+
     #if DEBUG
     @usableFromInline
     static func willAcquire(_ key: LockOrderKey, file: StaticString, line: UInt) {

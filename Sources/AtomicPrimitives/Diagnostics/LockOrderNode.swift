@@ -1,4 +1,5 @@
 #if DEBUG
+internal import ConcurrencyKitCShims
 import Synchronization
 
 /// The debug-build record of one resource in the lock-order graph: its serial number and how reports describe it.
@@ -47,9 +48,14 @@ final class LockOrderNode: Sendable {
         self.retire()
     }
 
-    /// Nodes of locks destroyed while another thread held them: that thread's records still point at them, and do
-    /// not retain them.
-    private static let keptForHolders = AtomicBox<[LockOrderNode]>([], unobserved: ())
+    /// Nodes of locks destroyed while another thread held them (orphans), by holder: that thread's records still
+    /// point at them, and do not retain them.
+    ///
+    /// A holder drops its orphans from its records, and so from here, the next time it acquires a lock the checker
+    /// sees: the orphans' count sends it to the slow path, ``dropOrphans(on:)``. A thread that exits holding orphans
+    /// leaves them to the next thread given its ID (the C library reuses them), which looks at its first acquisition.
+    /// So this holds the orphans of threads that have not acquired a lock since, not every orphan ever made.
+    private static let keptForHolders = AtomicBox<[UInt: [LockOrderNode]]>([:], unobserved: ())
 
     /// Retires the node of a destroyed ``LockCore`` and gives up the lock's reference to it.
     ///
@@ -61,9 +67,29 @@ final class LockOrderNode: Sendable {
         retained.retire()
         if holder == currentThreadID() {
             LockOrderChecker.didRelease(retained.serial)
-        } else if holder != 0 {
-            Self.keptForHolders.mutate { $0.append(retained) }
+        } else if holder != 0 && DiagnosticSwitches.flags.load(ordering: .relaxed) & ~DiagnosticSwitches.chaos != 0 {
+            // The checker is on or was once: the holder may have recorded the lock. (Never on, no thread has
+            // records, and the node can go now.)
+            Self.keptForHolders.mutate { $0[holder, default: []].append(retained) }
+            // Counted after it is kept: a holder that sees the count looks for it, and finds it.
+            ck_lock_order_orphaned()
         }
+    }
+
+    /// Drops the calling thread's orphans from its records, `thread`, and frees them, if one was made since it last
+    /// looked: before the thread reads a node of its records.
+    static func dropOrphans(on thread: OpaquePointer) {
+        guard !ck_lock_order_orphans_seen(thread) else { return }
+        let holder = currentThreadID()
+        for orphan in Self.keptForHolders.mutate({ $0.removeValue(forKey: holder) }) ?? [] {
+            ck_lock_order_release(orphan.serial)
+        }
+    }
+
+    /// How many nodes are kept for threads that held their locks as they were destroyed: for tests that check the
+    /// checker's memory stays flat.
+    static var orphanCount: Int {
+        Self.keptForHolders.value.values.reduce(0) { $0 + $1.count }
     }
 
     /// Takes the node out of the graph, once.

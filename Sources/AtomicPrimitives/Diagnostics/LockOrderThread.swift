@@ -15,6 +15,7 @@ enum LockOrderThread {
     @usableFromInline
     static func acquire(_ key: LockOrderKey, file: StaticString, line: UInt, epoch: UInt64, push: Bool) {
         let thread = ck_lock_order_current(epoch)
+        LockOrderNode.dropOrphans(on: thread)
         if !ck_lock_order_all_known(thread, key.serial, key.peers) {
             Self.checkOrders(thread, to: key, at: LockOrderSite(file: file, line: line))
         }

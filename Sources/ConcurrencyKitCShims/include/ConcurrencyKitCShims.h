@@ -69,4 +69,12 @@ void ck_lock_order_release(uint64_t serial);
 /// Whether the calling thread holds `serial`, by its records.
 bool ck_lock_order_holds(uint64_t serial);
 
+/// Counts a lock destroyed while another thread held it (an orphan): every thread's next acquisition then takes the
+/// slow path, where ``ck_lock_order_orphans_seen`` tells its holder to drop the lock from its records.
+void ck_lock_order_orphaned(void);
+
+/// Whether the thread has looked for its orphans since the last one was counted (a new thread has not looked yet);
+/// if not, records that it looks now, and returns false: the caller then drops its orphans from its records.
+bool ck_lock_order_orphans_seen(ck_lock_order_thread *_Nonnull thread);
+
 #endif
