@@ -346,9 +346,11 @@ private func lateCallsAfterStop(route: Route, releases: Bool, rounds: Int) -> (l
     return (late, failures)
 }
 
-/// Schedule chaos pauses the drain where it has taken an event and has not yet called the subscriber, so that a
-/// `cancel()` on another thread lands there in many rounds rather than in one of thousands. Each test runs in a
-/// process of its own, since the chaos seed is global.
+/// The window between taking an event and calling the subscriber, widened by schedule chaos.
+///
+/// Chaos pauses the drain where it has taken an event and has not yet called the subscriber, so that a `cancel()` on
+/// another thread lands there in many rounds rather than in one of thousands. Each test runs in a process of its own,
+/// since the chaos seed is global.
 @Suite("CallbackSubscription: no call starts after cancel() returns, under schedule chaos", .timeLimit(.minutes(2)))
 struct CallbackSubscriptionChaosTests {
     @Test(

@@ -114,7 +114,10 @@ struct PriorityOrderPropertyTests {
                     if index == issuers {
                         let limit = deadline(5)
                         while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
-                        deepest.store(max(deepest.load(ordering: .relaxed), value.waitingCommandCount), ordering: .relaxed)
+                        deepest.store(
+                            max(deepest.load(ordering: .relaxed), value.waitingCommandCount),
+                            ordering: .relaxed
+                        )
                         hold.release()
                         return
                     }

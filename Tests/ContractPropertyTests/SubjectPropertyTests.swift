@@ -231,10 +231,12 @@ struct SubjectPropertyTests {
         var testDescription: String { rawValue }
     }
 
-    /// "After a completion, ... a new subscriber gets the completion before `subscribe` returns (on `untouch`)", and
-    /// a subscriber that arrives as the subject completes or is released gets its ending exactly once, after its
-    /// values: subscribers join on every route, and `values` sequences start, from several threads while a sender
-    /// sends and another thread ends the subject.
+    /// A subscriber that arrives as the subject completes or is released gets its ending exactly once.
+    ///
+    /// "After a completion, ... a new subscriber gets the completion before `subscribe` returns (on `untouch`)"; and
+    /// whoever arrives at the moment the subject ends gets its ending once, after its values. Subscribers join on
+    /// every route, and `values` sequences start, from several threads while a sender sends and another thread ends
+    /// the subject.
     @Test(
         "a subscriber that arrives as the subject completes or is released gets its ending exactly once",
         arguments: Ending.allCases
@@ -315,16 +317,21 @@ struct SubjectPropertyTests {
                         }
                     }
                 }
-                failures.expect(finished, PropertyRun.failure("every joiner and sender returns (timed out)", round: round))
+                failures.expect(
+                    finished,
+                    PropertyRun.failure("every joiner and sender returns (timed out)", round: round)
+                )
                 holder.mutate { $0 = nil }  // a completed subject goes too: nothing more may reach anyone
-                // Released without a completion, a plain subscriber gets none: its route runs dry before it is looked at.
+                // Released without a completion, a plain subscriber gets none: its route runs dry before the look.
                 if ending == .release { routes.forEach(Self.runDry) }
                 for (name, box, _) in plain.value {
-                    let completed = box.completed.wait(timeout: ending == .completion ? deadline(5) : .now()) == .success
+                    let completed =
+                        box.completed.wait(timeout: ending == .completion ? deadline(5) : .now()) == .success
                     let rule =
                         ending == .completion
                         ? Self.violation(box, completed: completed)
-                        : (box.completions == 0 ? nil : "a released subject completes no plain subscriber (got \(box.completions))")
+                        : (box.completions == 0
+                            ? nil : "a released subject completes no plain subscriber (got \(box.completions))")
                     if let rule {
                         failures.record("\(PropertyRun.failure(rule, round: round)) — subscriber on \(name)")
                         return

@@ -51,13 +51,15 @@ struct QueueSafeAsyncCommandTests {
                 schedule.lowestPriority.set(accessClosure: { $0.append("L") })
                 checks.expect(value.waitingCommandCount == 1, "round \(round): L is not pending")
                 doneCaller.async { doneBox.value?() }
-                guard checks.expect(finished.wait(timeout: deadline()) == .success, "round \(round): H never ran") else {
-                    return
-                }
+                let ran = finished.wait(timeout: deadline()) == .success
+                guard checks.expect(ran, "round \(round): H never ran") else { return }
                 let order = value.wait.lowestPriority.get()
                 if order != .success(["A", "L", "H"]) { overtaken += 1 }
             }
-            checks.expect(overtaken == 0, "H overtook L, which waited when A was released, in \(overtaken) of \(rounds)")
+            checks.expect(
+                overtaken == 0,
+                "H overtook L, which waited when A was released, in \(overtaken) of \(rounds)"
+            )
         }
     }
 
@@ -99,7 +101,9 @@ struct QueueSafeAsyncCommandTests {
         }
     }
 
-    @Test("completions on a serial queue follow the order the commands ran in, manual and automatic mixed, done from anywhere")
+    @Test(
+        "completions on a serial queue follow the order the commands ran in, manual and automatic mixed, done from anywhere"
+    )
     func mixedCompletionsInCommandOrder() async throws {
         try await offPoolTest { checks in
             let queue = DispatchQueue(label: "test.async.mixed.serial")
