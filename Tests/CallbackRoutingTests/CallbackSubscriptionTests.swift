@@ -289,7 +289,7 @@ struct CallbackSubscriptionTests {
     }
 }
 
-/// What the callbacks of one chaos round saw: whether the subscription was stopped, and how many calls started after.
+/// What the callbacks of one round saw: whether the subscription was stopped, and how many calls started after.
 ///
 /// Atomics, not locks: the package's locks have chaos points, which would pause a callback between its start and
 /// its record of it.
@@ -303,11 +303,41 @@ private final class StopProbe: Sendable {
     }
 }
 
-/// Runs `rounds` rounds in which a sender streams values to a subscriber on `route` and the caller cancels the
-/// subscription (or releases it) once a delivery is under way, then marks it stopped.
+/// Holds a drain at the subscriber-call chaos point, once armed: where it has an event and has not yet looked
+/// whether it may call.
+private final class CallWindow: Sendable {
+    private let armed = Atomic<Bool>(false)
+    /// Signalled by the armed drain when it is held at the point.
+    let reached = DispatchSemaphore(value: 0)
+    /// Signalled by the test to let the drain go on.
+    let resume = DispatchSemaphore(value: 0)
+
+    /// Holds the next drain that comes to the point.
+    func arm() {
+        self.armed.store(true, ordering: .sequentiallyConsistent)
+    }
+
+    /// The chaos points' observer.
+    func observe(_ point: ChaosPoint) {
+        guard point == .subscriberCall,
+            self.armed.compareExchange(expected: true, desired: false, ordering: .sequentiallyConsistent).exchanged
+        else { return }
+        self.reached.signal()
+        _ = self.resume.wait(timeout: deadline())
+    }
+}
+
+/// Runs `rounds` rounds in which a sender streams values to a subscriber on `route`, the drain is held where it has
+/// taken the second value and not yet called, and the caller cancels the subscription (or releases it) there, marks
+/// it stopped and lets the drain go on.
 ///
 /// - Returns: How many callbacks started after the stop had returned, and what else went wrong.
-private func lateCallsAfterStop(route: Route, releases: Bool, rounds: Int) -> (late: Int, failures: [String]) {
+private func lateCallsAfterStop(
+    route: Route,
+    releases: Bool,
+    rounds: Int,
+    window: CallWindow
+) -> (late: Int, failures: [String]) {
     var late = 0
     var failures: [String] = []
     for round in 0..<rounds {
@@ -315,10 +345,14 @@ private func lateCallsAfterStop(route: Route, releases: Bool, rounds: Int) -> (l
         let target = FlushableRoute.make(route)
         let probe = StopProbe()
         let underWay = DispatchSemaphore(value: 0)
+        let armed = DispatchSemaphore(value: 0)
         let holder = AtomicBox<CallbackSubscription?>(
             subject.subscribe(on: target.queue) { value in
                 probe.callbackStarted()
-                if value == 1 { underWay.signal() }
+                if value == 1 {
+                    underWay.signal()
+                    _ = armed.wait(timeout: deadline())  // so that the next value's delivery is the one held
+                }
             }
         )
         let senderDone = DispatchSemaphore(value: 0)
@@ -330,12 +364,19 @@ private func lateCallsAfterStop(route: Route, releases: Bool, rounds: Int) -> (l
             failures.append("round \(round): no value was delivered")
             break
         }
+        window.arm()
+        armed.signal()
+        guard window.reached.wait(timeout: deadline()) == .success else {
+            failures.append("round \(round): no delivery reached the subscriber-call point")
+            break
+        }
         if releases {
             holder.mutate { $0 = nil }  // the last reference: its deinit cancels
         } else {
             holder.value?.cancel()
         }
         probe.stopped.store(true, ordering: .sequentiallyConsistent)
+        window.resume.signal()
         guard senderDone.wait(timeout: deadline()) == .success, target.flush() else {
             failures.append("round \(round): the sender or the route did not finish")
             break
@@ -346,34 +387,39 @@ private func lateCallsAfterStop(route: Route, releases: Bool, rounds: Int) -> (l
     return (late, failures)
 }
 
-/// The window between taking an event and calling the subscriber, widened by schedule chaos.
+/// A `cancel()` that lands between a drain's taking an event and its call.
 ///
-/// Chaos pauses the drain where it has taken an event and has not yet called the subscriber, so that a `cancel()` on
-/// another thread lands there in many rounds rather than in one of thousands. Each test runs in a process of its own,
-/// since the chaos seed is global.
-@Suite("CallbackSubscription: no call starts after cancel() returns, under schedule chaos", .timeLimit(.minutes(2)))
-struct CallbackSubscriptionChaosTests {
+/// The chaos points' observer holds the drain right there (the subscriber-call point) while the test cancels, so
+/// every round meets the window that random schedules meet about once in thousands of rounds. Each test runs in a
+/// process of its own, since schedule chaos and its observer are global.
+@Suite(
+    "CallbackSubscription: no call starts after cancel() returns, cancelled at the call's door",
+    .timeLimit(.minutes(2))
+)
+struct CallbackSubscriptionWindowTests {
     @Test(
-        "no callback starts after cancel() or the release returned on another thread, with schedules shaken",
-        arguments: Route.allCases.indices.flatMap { [2 * $0, 2 * $0 + 1] }
+        "no callback starts after cancel() or the release returned, when it lands between the take and the call",
+        arguments: Route.allCases.indices,
+        [false, true]
     )
-    func noLateCallUnderChaos(shape: Int) async {
-        // One argument, the route's index and whether the subscription is released: an exit test of a test with two
-        // arguments did not find its body in the child process.
-        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) { [shape] in
+    func noLateCallFromTheWindow(routeIndex: Int, releases: Bool) async {
+        let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
+            [routeIndex, releases] in
+            let window = CallWindow()
+            ScheduleChaos.pointObserver = { window.observe($0) }
             ScheduleChaos.seed = 25
-            let route = Route.allCases[shape / 2]
+            let route = Route.allCases[routeIndex]
             let (late, failures) = await offPool {
-                lateCallsAfterStop(route: route, releases: shape % 2 == 1, rounds: 150)
+                lateCallsAfterStop(route: route, releases: releases, rounds: 40, window: window)
             }
-            print("late calls: \(late) in 150 rounds; \(failures)")
+            print("late calls: \(late) in 40 rounds; \(failures)")
             fflush(nil)
             exit(0)  // The parent checks the count: a failed exit test hands back no output to show.
         }
         let output = text(result?.standardOutputContent)
         #expect(
             output.contains("late calls: 0 in"),
-            "route \(Route.allCases[shape / 2]), released: \(shape % 2 == 1): \(output)"
+            "route \(Route.allCases[routeIndex]), released: \(releases): \(output)"
         )
     }
 }

@@ -152,13 +152,16 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         }
         // No lock is held across a callback: each event is taken under the mailbox's lock, and its call starts only
         // if the flag that close() sets first is still clear right before it.
-        if let first, !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-            callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
+        if let first {
+            chaosPoint(.subscriberCall)
+            if !self.isCancelled.load(ordering: .sequentiallyConsistent) {
+                callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
+            }
         }
         while true {
             switch self.mailbox.mutate({ $0.takeNext() }) {
             case .deliver(let event):
-                chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
+                chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
                 // The call starts here, after one more look: a close that came since the event was taken has set the
                 // flag before it returned. The next take then ends the drain, or skips what was taken meanwhile.
                 guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { continue }
