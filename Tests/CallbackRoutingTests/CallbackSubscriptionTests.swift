@@ -227,7 +227,7 @@ struct CallbackSubscriptionTests {
                 // A call whose drain made its last look before cancel() set the flag has started, even if its thread is
                 // preempted before the callback's first line and that line comes a moment after cancel() returned
                 // (no implementation can close that gap without waiting for user code); calls never overlap, so there
-                // is at most one such call. The chaos suite below looks for calls that start later.
+                // is at most one such call. The window suite below holds a drain at the moment a later call would come from.
                 let late = history.startsAfterStop
                 checks.expect(
                     late.count <= 1,

@@ -208,26 +208,28 @@ struct PriorityOrderPropertyTests {
             let late = Int.random(in: depth == .deep ? 0...60 : 0...4, using: &random)
             let ran = DispatchGroup()
             for _ in 0..<(paced + late) { ran.enter() }
-            let issue = { @Sendable (id: Int, highest: Bool) in
+            let issue = { @Sendable (id: Int, highest: Bool) -> Task<Void, Never> in
                 let priority = highest ? 1 : 0
-                Task.detached {
+                return Task.detached {
                     let schedule = value.suspend
                     let command = highest ? schedule.highestPriority : schedule.lowestPriority
-                    await command.set { count in
+                    let result = await command.set { count in
                         history.record("start", id, priority)
                         count += 1
                         history.record("end", id, priority)
                     }
+                    if case .failure(.cancelled) = result { history.record("cancelled", id, priority) }
                     ran.leave()
                 }
             }
             // Paced as `issuePaced` does, polling without blocking the pool the commands' tasks need.
             var queuedAll = true
+            var pacedTasks: [Task<Void, Never>] = []
             for id in 1...paced where queuedAll {
                 let queued = value.waitingCommandCount
                 let highest = random.chance(50)
                 history.record("issuing", id, highest ? 1 : 0)
-                issue(id, highest)
+                pacedTasks.append(issue(id, highest))
                 queuedAll = await suspendUntil { value.waitingCommandCount == queued + 1 }
                 history.record("issued", id, highest ? 1 : 0)
             }
@@ -237,15 +239,36 @@ struct PriorityOrderPropertyTests {
             )
             // Commands that race the release: issued, never certainly pending, so they may only be overtaken.
             var lateRandom = random.derived(round)
+            // A deep queue also loses commands from its middle: tasks cancelled while they wait leave it.
+            var cancelRequested: Set<Int> = []
+            if depth == .deep {
+                for (index, task) in pacedTasks.enumerated() where lateRandom.chance(20) {
+                    task.cancel()
+                    cancelRequested.insert(index + 1)  // paced ids count from 1
+                }
+            }
             hold.release()
             for number in 0..<late {
                 let id = 1_000 + number  // after every paced id
                 let highest = lateRandom.chance(50)
                 history.record("issuing", id, highest ? 1 : 0)
-                issue(id, highest)
+                _ = issue(id, highest)
             }
             let allRan = await waitOffPool(ran)
             if !Self.check(history, round: round, finished: allRan, failures) { return }
+            // "A suspend command whose task is cancelled while it waits returns .failure(.cancelled) ... without
+            // waiting for the value": exactly the cancelled ones leave the queue, and none of them runs.
+            let cancelledIDs = Set(history.events.filter { $0.kind == "cancelled" }.map(\.payload))
+            if cancelledIDs != cancelRequested {
+                failures.record(
+                    PropertyRun.failure(
+                        "exactly the commands whose tasks were cancelled while waiting fail",
+                        round: round
+                    )
+                        + ": cancelled \(cancelRequested.sorted()), failed \(cancelledIDs.sorted())"
+                )
+                return
+            }
         }
     }
 
