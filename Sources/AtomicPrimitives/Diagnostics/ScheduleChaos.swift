@@ -51,9 +51,9 @@ public enum ScheduleChaos {
     /// before the point makes its choice; `nil` (the default) for none.
     ///
     /// A test holds a thread at a named point with it, to put another thread's call exactly there: a window that
-    /// random pauses hit only now and then. It runs on the thread at the point, with no lock of the package held by
-    /// the observer's caller beyond what the point itself holds. Setting it starts the numbering of threads again, as
-    /// setting the seed does. In a release build it is always `nil`.
+    /// random pauses hit only now and then. It runs on the thread at the point, holding whatever that point holds
+    /// (``ChaosPoint/subscriberCall`` holds no lock). Setting it starts the numbering of threads again, as setting the
+    /// seed does. In a release build it is always `nil`.
     package static var pointObserver: (@Sendable (ChaosPoint) -> Void)? {
         get {
             #if DEBUG
