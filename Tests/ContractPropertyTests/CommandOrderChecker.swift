@@ -7,7 +7,9 @@ import TestSupport
 /// - `issued`: recorded only once the command is certainly pending (or has started): after an `async` call returned
 ///   (it returns after enqueueing), or after the value's own queue count showed it queued (`wait`, `suspend`);
 /// - `start` / `end`: the first and last thing its command closure does (for manual completion, `end` comes just
-///   before `done` is called, so the value is released after it).
+///   before `done` is called, so the value is released after it);
+/// - `cancelled`: its task was cancelled while it waited, and it left the queue without running; no rule below
+///   expects it to start.
 ///
 /// Rules:
 /// 1. Exclusion: no `start` between another command's `start` and `end`.
@@ -25,6 +27,7 @@ struct CommandOrderChecker {
         var start: [Int: Int] = [:]
         var end: [Int: Int] = [:]
         var priority: [Int: Int] = [:]
+        var cancelled: Set<Int> = []
         var order: [Int] = []
         var inside: Int?
         for event in self.events {
@@ -45,6 +48,8 @@ struct CommandOrderChecker {
             case "end":
                 inside = nil
                 end[event.payload] = event.sequence
+            case "cancelled":
+                cancelled.insert(event.payload)
             default:
                 break
             }
@@ -52,7 +57,7 @@ struct CommandOrderChecker {
         for (position, y) in order.enumerated() where position > 0 {
             let previous = order[position - 1]
             guard let yStart = start[y], let previousEnd = end[previous] else { continue }
-            for (x, xIssued) in issued where x != y {
+            for (x, xIssued) in issued where x != y && !cancelled.contains(x) {
                 let xStart = start[x] ?? Int.max
                 guard xStart > yStart else { continue }
                 let xPriority = priority[x] ?? 0

@@ -65,6 +65,17 @@ struct PriorityOrderPropertyTests {
         return true
     }
 
+    /// How many commands a round queues on the held value.
+    ///
+    /// Users usually queue a few; `deep` queues hundreds, so that the pending queue's storage grows past the point
+    /// where it drops its emptied front (64 slots) while commands still come and go: the storage grows, compacts and
+    /// is reused under the same rules.
+    enum Depth: String, Sendable, CaseIterable, CustomTestStringConvertible {
+        case shallow, deep
+
+        var testDescription: String { rawValue }
+    }
+
     /// Burns a few hundred nanoseconds to a few microseconds, so command closures have some length.
     static func work(_ spins: Int) {
         var sink = 0
@@ -72,17 +83,19 @@ struct PriorityOrderPropertyTests {
         withExtendedLifetime(sink) {}
     }
 
-    @Test("async(performIn:): pending commands run by priority, then in issue order")
-    func asyncSchedule() async {
+    @Test("async(performIn:): pending commands run by priority, then in issue order", arguments: Depth.allCases)
+    func asyncSchedule(depth: Depth) async {
         let failures = PropertyFailures()
         await offPool {
             var random = PropertyRun.random(1)
-            let rounds = PropertyRun.rounds(40)
+            let rounds = PropertyRun.rounds(depth == .deep ? 4 : 40)
             let issuers = 3
-            let perIssuer = 8
+            let perIssuer = depth == .deep ? 150 : 8
             let shared = DispatchQueue(label: "props.async.shared", attributes: .concurrent)
             let serial = (0..<issuers).map { DispatchQueue(label: "props.async.serial.\($0)") }
             let holdQueue = DispatchQueue(label: "props.async.hold")
+            // The most commands pending at a release.
+            let deepest = Atomic<Int>(0)
             for round in 0..<rounds {
                 let value = QueueSafeValue(value: 0)
                 let history = PropertyHistory()
@@ -101,6 +114,10 @@ struct PriorityOrderPropertyTests {
                     if index == issuers {
                         let limit = deadline(5)
                         while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
+                        deepest.store(
+                            max(deepest.load(ordering: .relaxed), value.waitingCommandCount),
+                            ordering: .relaxed
+                        )
                         hold.release()
                         return
                     }
@@ -146,6 +163,8 @@ struct PriorityOrderPropertyTests {
                 let allRan = finished && ran.wait(timeout: deadline(5)) == .success
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
+            let pending = deepest.load(ordering: .relaxed)
+            failures.expect(depth == .shallow || pending >= 128, "a deep run had at most \(pending) commands pending")
         }
         report(failures)
     }
@@ -170,42 +189,47 @@ struct PriorityOrderPropertyTests {
         return true
     }
 
-    @Test("suspend: queued commands run by priority, then in issue order; later ones never overtake them")
-    func suspendSchedule() async {
+    @Test(
+        "suspend: queued commands run by priority, then in issue order; later ones never overtake them",
+        arguments: Depth.allCases
+    )
+    func suspendSchedule(depth: Depth) async {
         let failures = PropertyFailures()
         defer { report(failures) }
         var random = PropertyRun.random(2)
-        let rounds = PropertyRun.rounds(25)
+        let rounds = PropertyRun.rounds(depth == .deep ? 2 : 25)
         let holdQueue = DispatchQueue(label: "props.suspend.hold")
         for round in 0..<rounds {
             let value = QueueSafeValue(value: 0)
             let history = PropertyHistory()
             let hold = Hold(value, history: history, queue: holdQueue)
             failures.expect(await offPool { hold.isHolding() })
-            let paced = Int.random(in: 2...8, using: &random)
-            let late = Int.random(in: 0...4, using: &random)
+            let paced = Int.random(in: depth == .deep ? 150...250 : 2...8, using: &random)
+            let late = Int.random(in: depth == .deep ? 0...60 : 0...4, using: &random)
             let ran = DispatchGroup()
             for _ in 0..<(paced + late) { ran.enter() }
-            let issue = { @Sendable (id: Int, highest: Bool) in
+            let issue = { @Sendable (id: Int, highest: Bool) -> Task<Void, Never> in
                 let priority = highest ? 1 : 0
-                Task.detached {
+                return Task.detached {
                     let schedule = value.suspend
                     let command = highest ? schedule.highestPriority : schedule.lowestPriority
-                    await command.set { count in
+                    let result = await command.set { count in
                         history.record("start", id, priority)
                         count += 1
                         history.record("end", id, priority)
                     }
+                    if case .failure(.cancelled) = result { history.record("cancelled", id, priority) }
                     ran.leave()
                 }
             }
             // Paced as `issuePaced` does, polling without blocking the pool the commands' tasks need.
             var queuedAll = true
+            var pacedTasks: [Task<Void, Never>] = []
             for id in 1...paced where queuedAll {
                 let queued = value.waitingCommandCount
                 let highest = random.chance(50)
                 history.record("issuing", id, highest ? 1 : 0)
-                issue(id, highest)
+                pacedTasks.append(issue(id, highest))
                 queuedAll = await suspendUntil { value.waitingCommandCount == queued + 1 }
                 history.record("issued", id, highest ? 1 : 0)
             }
@@ -215,15 +239,36 @@ struct PriorityOrderPropertyTests {
             )
             // Commands that race the release: issued, never certainly pending, so they may only be overtaken.
             var lateRandom = random.derived(round)
+            // A deep queue also loses commands from its middle: tasks cancelled while they wait leave it.
+            var cancelRequested: Set<Int> = []
+            if depth == .deep {
+                for (index, task) in pacedTasks.enumerated() where lateRandom.chance(20) {
+                    task.cancel()
+                    cancelRequested.insert(index + 1)  // paced ids count from 1
+                }
+            }
             hold.release()
             for number in 0..<late {
-                let id = 100 + number
+                let id = 1_000 + number  // after every paced id
                 let highest = lateRandom.chance(50)
                 history.record("issuing", id, highest ? 1 : 0)
-                issue(id, highest)
+                _ = issue(id, highest)
             }
             let allRan = await waitOffPool(ran)
             if !Self.check(history, round: round, finished: allRan, failures) { return }
+            // "A suspend command whose task is cancelled while it waits returns .failure(.cancelled) ... without
+            // waiting for the value": exactly the cancelled ones leave the queue, and none of them runs.
+            let cancelledIDs = Set(history.events.filter { $0.kind == "cancelled" }.map(\.payload))
+            if cancelledIDs != cancelRequested {
+                failures.record(
+                    PropertyRun.failure(
+                        "exactly the commands whose tasks were cancelled while waiting fail",
+                        round: round
+                    )
+                        + ": cancelled \(cancelRequested.sorted()), failed \(cancelledIDs.sorted())"
+                )
+                return
+            }
         }
     }
 

@@ -114,6 +114,17 @@ struct SubjectPropertyTests {
         report(failures)
     }
 
+    /// Waits until the blocks already sent to `routes` have run, so that queued deliveries have run or been dropped.
+    static func runDry(_ routes: [(String, CallbackQueue)]) {
+        for (_, route) in routes {
+            switch route {
+            case .dispatch(let queue): queue.sync(flags: .barrier) {}
+            case .operationQueue(let queue): (queue as? OperationQueue)?.waitUntilAllOperationsAreFinished()
+            default: break
+            }
+        }
+    }
+
     /// The first rule one subscriber's record breaks, or `nil`.
     static func violation(_ box: Received, completed: Bool) -> String? {
         guard completed else { return "the completion reaches every subscriber (timed out)" }
@@ -185,14 +196,7 @@ struct SubjectPropertyTests {
                     }
                 }
                 failures.expect(finished)
-                // Let queued deliveries run (or be dropped) before looking.
-                for (_, route) in routes {
-                    switch route {
-                    case .dispatch(let queue): queue.sync(flags: .barrier) {}
-                    case .operationQueue(let queue): (queue as? OperationQueue)?.waitUntilAllOperationsAreFinished()
-                    default: break
-                    }
-                }
+                Self.runDry(routes)
                 let events = history.events
                 var sendAt: [Int: Int] = [:]
                 var cancelAt: [Int: Int] = [:]
@@ -212,6 +216,135 @@ struct SubjectPropertyTests {
                     )
                     return
                 }
+            }
+        }
+        report(failures)
+    }
+
+    /// How a subject's stream ends in ``subscribeAgainstTheEnd(_:)``.
+    enum Ending: String, Sendable, CaseIterable, CustomTestStringConvertible {
+        /// `send(completion: .finished)`.
+        case completion
+        /// The last reference to the subject goes: its `values` sequences finish, its plain subscribers get nothing.
+        case release
+
+        var testDescription: String { rawValue }
+    }
+
+    /// A subscriber that arrives as the subject completes or is released gets its ending exactly once.
+    ///
+    /// "After a completion, ... a new subscriber gets the completion before `subscribe` returns (on `untouch`)"; and
+    /// whoever arrives at the moment the subject ends gets its ending once, after its values. Subscribers join on
+    /// every route, and `values` sequences start, from several threads while a sender sends and another thread ends
+    /// the subject.
+    @Test(
+        "a subscriber that arrives as the subject completes or is released gets its ending exactly once",
+        arguments: Ending.allCases
+    )
+    func subscribeAgainstTheEnd(_ ending: Ending) async {
+        let failures = PropertyFailures()
+        await offPool {
+            let random = PropertyRun.random(ending == .completion ? 22 : 23)
+            let rounds = PropertyRun.rounds(40)
+            let joiners = 3
+            for round in 0..<rounds {
+                // The box holds the only lasting reference; each thread holds one only while it calls the subject.
+                let holder = AtomicBox<CallbackSubject<Int, Never>?>(CallbackSubject())
+                let history = PropertyHistory()
+                let plain = AtomicBox<[(String, Received, CallbackSubscription)]>([])
+                let sequences = AtomicBox<[Received]>([])
+                let sequencesEnded = DispatchGroup()
+                let routes = (0..<joiners).map { Self.routes(round * joiners + $0) }
+                let seeds = (0...joiners + 1).map { random.derived(round * (joiners + 2) + $0) }
+                let ended = Atomic<Bool>(false)
+                let finished = runOnThreads(joiners + 2, seconds: 10) { index in
+                    var random = seeds[index]
+                    switch index {
+                    case joiners:  // the sender
+                        for value in 0..<200 {
+                            guard let subject = holder.value else { return }
+                            subject.send(value)
+                            if random.chance(10) { SpinFlag().pause() }
+                        }
+                    case joiners + 1:  // the end, while the joiners subscribe as fast as they can
+                        for _ in 0..<Int.random(in: 0..<5_000, using: &random) { SpinFlag().pause() }
+                        switch ending {
+                        case .completion:
+                            holder.value?.send(completion: .finished)
+                            history.record("completed", -1)
+                        case .release:
+                            holder.mutate { $0 = nil }
+                        }
+                        ended.store(true, ordering: .releasing)
+                    default:  // a joiner: subscribers on every route in turn, and now and then a `values` sequence
+                        var extra = 0
+                        for made in 0..<2_000 where extra < 8 {
+                            if ended.load(ordering: .acquiring) { extra += 1 }
+                            guard let subject = holder.value else { return }
+                            if made % 8 == 7 {
+                                let box = Received(full: false)
+                                sequences.mutate { $0.append(box) }
+                                sequencesEnded.enter()
+                                let values = subject.values
+                                Task.detached {
+                                    for await value in values { box.receive(value) }
+                                    box.complete()
+                                    sequencesEnded.leave()
+                                }
+                                continue
+                            }
+                            let (name, route) = routes[index][made % routes[index].count]
+                            let box = Received(full: false)
+                            let subscribing = history.record("subscribing", index)
+                            let subscription = subject.subscribe(
+                                on: route,
+                                receiveValue: { box.receive($0) },
+                                receiveCompletion: { _ in box.complete() }
+                            )
+                            let completedBefore = history.events.contains {
+                                $0.kind == "completed" && $0.sequence < subscribing
+                            }
+                            if case .untouch = route, completedBefore, box.completions != 1 {
+                                failures.record(
+                                    PropertyRun.failure(
+                                        "a subscriber on untouch that subscribes after the completion gets it before "
+                                            + "subscribe returns",
+                                        round: round
+                                    )
+                                )
+                            }
+                            plain.mutate { $0.append((name, box, subscription)) }
+                        }
+                    }
+                }
+                failures.expect(
+                    finished,
+                    PropertyRun.failure("every joiner and sender returns (timed out)", round: round)
+                )
+                holder.mutate { $0 = nil }  // a completed subject goes too: nothing more may reach anyone
+                // Released without a completion, a plain subscriber gets none: its route runs dry before the look.
+                if ending == .release { routes.forEach(Self.runDry) }
+                for (name, box, _) in plain.value {
+                    let completed =
+                        box.completed.wait(timeout: ending == .completion ? deadline(5) : .now()) == .success
+                    let rule =
+                        ending == .completion
+                        ? Self.violation(box, completed: completed)
+                        : (box.completions == 0
+                            ? nil : "a released subject completes no plain subscriber (got \(box.completions))")
+                    if let rule {
+                        failures.record("\(PropertyRun.failure(rule, round: round)) — subscriber on \(name)")
+                        return
+                    }
+                }
+                let sequencesDone = sequencesEnded.wait(timeout: deadline(5)) == .success
+                for box in sequences.value {
+                    if let rule = Self.violation(box, completed: sequencesDone) {
+                        failures.record("\(PropertyRun.failure(rule, round: round)) — a values sequence")
+                        return
+                    }
+                }
+                withExtendedLifetime(plain) {}
             }
         }
         report(failures)

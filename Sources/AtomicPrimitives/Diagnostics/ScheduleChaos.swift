@@ -47,6 +47,33 @@ public enum ScheduleChaos {
         }
     }
 
+    /// For the package's tests: called with each synchronization point a thread reaches while a ``seed`` is set,
+    /// before the point makes its choice; `nil` (the default) for none.
+    ///
+    /// A test holds a thread at a named point with it, to put another thread's call exactly there: a window that
+    /// random pauses hit only now and then. It runs on the thread at the point, holding whatever that point holds
+    /// (``ChaosPoint/subscriberCall`` holds no lock). Setting it starts the numbering of threads again, as setting the
+    /// seed does. In a release build it is always `nil`.
+    package static var pointObserver: (@Sendable (ChaosPoint) -> Void)? {
+        get {
+            #if DEBUG
+            Self.settings.value.observer
+            #else
+            nil
+            #endif
+        }
+        set {
+            #if DEBUG
+            Self.settings.mutate { settings in
+                settings.observer = newValue
+                settings.epoch &+= 1
+                settings.nextOrdinal = 0
+                Self.epoch.store(settings.epoch, ordering: .releasing)
+            }
+            #endif
+        }
+    }
+
     /// What one synchronization point did.
     @usableFromInline
     package enum Decision: Equatable, Sendable {
@@ -83,6 +110,7 @@ public enum ScheduleChaos {
         var seed: UInt64?
         var epoch: UInt64 = 1
         var nextOrdinal: UInt64 = 0
+        var observer: (@Sendable (ChaosPoint) -> Void)?
     }
 
     /// The seed named by `CONCURRENCYKIT_CHAOS` when the process started.
@@ -112,6 +140,7 @@ public enum ScheduleChaos {
     @usableFromInline
     package static func step(_ point: ChaosPoint) -> Decision {
         guard let thread = self.currentThread() else { return .proceed }
+        thread.observer?(point)
         let decision = thread.generator.nextDecision()
         switch decision {
         case .proceed: break
@@ -125,11 +154,13 @@ public enum ScheduleChaos {
         let epoch: UInt64
         let ordinal: UInt64
         var generator: ChaosGenerator
+        let observer: (@Sendable (ChaosPoint) -> Void)?
 
-        init(epoch: UInt64, ordinal: UInt64, seed: UInt64) {
+        init(epoch: UInt64, ordinal: UInt64, seed: UInt64, observer: (@Sendable (ChaosPoint) -> Void)?) {
             self.epoch = epoch
             self.ordinal = ordinal
             self.generator = ChaosGenerator(seed: seed, threadOrdinal: ordinal)
+            self.observer = observer
         }
     }
 
@@ -145,7 +176,12 @@ public enum ScheduleChaos {
             guard let seed = settings.seed else { return nil }
             if let existing, existing.epoch == settings.epoch { return existing }
             defer { settings.nextOrdinal += 1 }
-            return ThreadState(epoch: settings.epoch, ordinal: settings.nextOrdinal, seed: seed)
+            return ThreadState(
+                epoch: settings.epoch,
+                ordinal: settings.nextOrdinal,
+                seed: seed,
+                observer: settings.observer
+            )
         }
         if let fresh, fresh !== existing {
             if let existing { Unmanaged.passUnretained(existing).release() }
@@ -169,6 +205,8 @@ package enum ChaosPoint: Sendable {
     case semaphoreLine
     /// A subject's mailbox is filled or drained.
     case mailbox
+    /// A subject's drain has an event for a subscriber and has not yet looked whether it may call the subscriber.
+    case subscriberCall
     /// A timer's state changes.
     case timerState
     /// An operation's state changes.

@@ -5,9 +5,10 @@
 /// The rules it keeps:
 /// - At most one drain at a time (``DrainState/draining``), so calls to one subscriber never overlap, and it takes
 ///   the events in the order they were put in.
-/// - A drain takes one event per ``takeNext()``, and the subscriber calls it, under the lock, right before each
-///   callback: that is where a call starts. Once ``close()`` has run, no ``takeNext()`` returns an event, so no call
-///   starts after it; ``close()`` changes state only, and never waits for the drain.
+/// - A drain takes one event per ``takeNext()``, which the subscriber calls under the lock before each callback.
+///   Once ``close()`` has run, no ``takeNext()`` returns an event; an event taken just before is not yet a call: the
+///   subscriber looks at its cancellation flag, which its close sets before it calls ``close()``, right before the
+///   callback (``SubjectSubscriber/isCancelled``). ``close()`` changes state only, and never waits for the drain.
 /// - A closed mailbox accepts nothing and drops what it held; delivering a completion closes it too.
 /// - The subscriber's callbacks are released once, by whoever leaves the mailbox closed with no drain running:
 ///   ``close()``, if no drain runs then; or else the running drain, at the ``takeNext()`` that ends it (the one after

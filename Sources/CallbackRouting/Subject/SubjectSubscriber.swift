@@ -9,9 +9,10 @@ import Synchronization
 /// send order whatever the route — also when a callback sends or completes — and a value sent from inside the
 /// subscriber's own callback is delivered after that callback returns.
 ///
-/// No lock is held while a callback runs: the drain takes each event under the mailbox's lock, releases it, and then
-/// calls. ``close()`` only closes the mailbox under that lock, so it never waits for a callback, and the drain's next
-/// look finds it closed: no call starts after ``close()`` returns. (See ``SubjectMailbox`` for the rules.)
+/// No lock is held while a callback runs: the drain takes each event under the mailbox's lock, releases it, looks at
+/// ``isCancelled`` once more, and then calls. ``close()`` sets ``isCancelled`` first and then closes the mailbox under
+/// that lock, so it never waits for a callback: a drain that took its event before the close still sees the flag
+/// before it calls, and no call starts after ``close()`` returns. (See ``SubjectMailbox`` for the rules.)
 ///
 /// The callbacks, and what they capture, are released once nothing can call them any more: when the completion has
 /// been delivered, or when the subscriber is closed, as a Combine `Sink` lets go of its closures. A callback that
@@ -57,8 +58,11 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     /// Whether the subscriber receives `.finished` when the subject is released without a completion.
     let finishesWithSubject: Bool
     @usableFromInline let mailbox = AtomicBox(SubjectMailbox<Output, Failure>())
-    /// Set by ``close()``, for a drain to look at before delivering the value that
-    /// ``enqueueClaimingDrain(_:)`` kept out of the mailbox, without taking the mailbox's lock again.
+    /// Set by ``close()`` before it does anything else, for a drain to look at right before each call, without
+    /// taking the mailbox's lock again: the call starts only if the flag is still clear then.
+    ///
+    /// Taking the event from the mailbox is not the start: a close can land between the take and the call (the
+    /// mailbox's lock, released with a waiter, wakes that close first), and the call must not start after it.
     @usableFromInline let isCancelled = Atomic<Bool>(false)
 
     init(
@@ -117,15 +121,14 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         }
     }
 
-    /// Stops delivery and drops what is queued: once it returns, the drain begins no new call (see
-    /// ``CallbackSubscription`` for a call begun just before).
+    /// Stops delivery and drops what is queued: once it returns, no call starts.
     ///
     /// It changes state only, and waits for nothing: a callback already running, on this thread or another, finishes,
-    /// and the drain that runs it stops at its next look into the mailbox. The callbacks are released here if no drain
-    /// runs, or else by that drain when it ends.
+    /// and the drain that runs it stops at its next look. The callbacks are released here if no drain runs, or else
+    /// by that drain when it ends.
     func close() {
-        // Before the mailbox is closed: a drain that claimed its first value earlier, and looks only after this close
-        // has returned, sees the flag.
+        // Before the mailbox is closed: a drain that took an event, or claimed its first value, before this close,
+        // looks at the flag right before it calls, and sees it.
         self.isCancelled.store(true, ordering: .sequentiallyConsistent)
         chaosPoint(.mailbox)
         // Released outside the lock: what the callbacks capture may run anything in its deinit, this cancel too.
@@ -147,14 +150,21 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         guard let callbacks = self.callbacks else {
             preconditionFailure("SubjectSubscriber: a drain started after the subscriber's callbacks were released")
         }
-        // No lock is held across a callback: each event is taken under the mailbox's lock just before its call.
-        if let first, !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-            callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
+        // No lock is held across a callback: each event is taken under the mailbox's lock, and its call starts only
+        // if the flag that close() sets first is still clear right before it.
+        if let first {
+            chaosPoint(.subscriberCall)
+            if !self.isCancelled.load(ordering: .sequentiallyConsistent) {
+                callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
+            }
         }
         while true {
             switch self.mailbox.mutate({ $0.takeNext() }) {
             case .deliver(let event):
-                chaosPoint(.mailbox)  // between taking the event and calling: where a cancel on another thread lands
+                chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
+                // The call starts here, after one more look: a close that came since the event was taken has set the
+                // flag before it returned. The next take then ends the drain, or skips what was taken meanwhile.
+                guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { continue }
                 switch event {
                 case .value(let value):
                     callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }

@@ -152,13 +152,24 @@ public struct QueueSafeAsyncCommand<Value: Sendable>: Sendable {
         let submitted = storage.engine.submit(self.priority, on: queue) {
             storage.engine.tookTurnOver()
             let latch = CompletionLatch {
+                guard let completion else {
+                    storage.engine.release()?.grant()
+                    return
+                }
                 let result = storage.current
                 // The completion goes onto the queue before the value is released: a command issued after the
                 // release, from any thread, then queues its own job behind it, so completions keep command order.
-                if let completion {
-                    queue.async { storage.engine.runCompletion { completion(.success(result)) } }
+                // And it starts only once the release is done, so that it runs after the release: a command it
+                // issues queues behind those that waited for the value. The wait is bounded: between the send and
+                // the release below none of the user's code runs.
+                let released = ParkedThread()
+                queue.async {
+                    released.waitForGrant()
+                    storage.engine.runCompletion { completion(.success(result)) }
                 }
-                storage.engine.release()?.grant()
+                let next = storage.engine.release()
+                released.grant()  // before the next holder is woken or the value destroyed, which may run user code
+                next?.grant()
             }
             storage.runClosure { value in body(&value, latch.done) }
             // Noted before the closure's arrival, which may end the command and let the next one note its own.

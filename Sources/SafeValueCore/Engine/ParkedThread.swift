@@ -3,6 +3,9 @@ import Synchronization
 
 /// A thread in a `wait` command that queued for the turn: it watches for the grant a short while, then sleeps.
 ///
+/// A manual `async` command's completion waits on one, too, for its command's release: it is sent to the queue just
+/// before the release, so that it keeps its place among completions, and must not start before it.
+///
 /// Handing the turn to a thread that already sleeps costs a wake-up, tens of microseconds on a VM; two threads taking
 /// turns on one value would pay one per command. Watching first lets a command that is granted soon (the usual
 /// case: the holder's closure is short) go on without ever sleeping.
@@ -24,9 +27,11 @@ final class ParkedThread: @unchecked Sendable {
     // comes while the waiter watches, the usual case, costs no semaphore.
     private var wakeUp: CountingSemaphore?
 
+    @usableFromInline
     init() {}
 
     /// Returns once ``grant()`` was called: at once if it was already.
+    @usableFromInline
     func waitForGrant() {
         for _ in 0..<Self.looks {
             if self.state.load(ordering: .acquiring) == Self.granted { return }
@@ -46,6 +51,7 @@ final class ParkedThread: @unchecked Sendable {
     }
 
     /// Gives the turn to the waiting thread, waking it if it sleeps.
+    @usableFromInline
     func grant() {
         if self.state.exchange(Self.granted, ordering: .acquiringAndReleasing) == Self.sleeping {
             self.wakeUp?.signal()

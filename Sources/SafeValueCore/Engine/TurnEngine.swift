@@ -269,9 +269,10 @@ final class TurnEngine: @unchecked Sendable {
     ///
     /// The one way to give the turn back. Once it returns, a command issued on another thread may take the turn at
     /// once and send its own job to the queue. So whatever must come before the next holder's work is either done
-    /// before calling this (a manual-completion command sends its completion to the queue first) or runs in the
-    /// caller's own block on the queue, before that block returns (an `async` command's completion, run inline right
-    /// after the release, ahead of any job sent to the same serial queue). When the holder is gone and nobody waits,
+    /// before calling this (a manual-completion command sends its completion to the queue first; that completion
+    /// waits for this release before it starts) or runs in the caller's own block on the queue, before that block
+    /// returns (an `async` command's completion, run inline right after the release, ahead of any job sent to the
+    /// same serial queue). When the holder is gone and nobody waits,
     /// the waiter returned is ``Waiter/retire(_:)``: granting it destroys the value.
     @inlinable
     func release() -> Waiter? {
