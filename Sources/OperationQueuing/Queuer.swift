@@ -288,12 +288,13 @@ public final class Queuer: Sendable {
             "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()`"
     )
     public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.blocking(
+        let call = BlockingCall(
             api: "Queuer.waitUntilAllOperationsAreFinished()",
             alternative: "await queuer.waitForAll()",
             file: file,
             line: line
-        ) { self.queue.waitUntilAllOperationsAreFinished() }
+        )
+        BlockingCallCheck.blocking(call) { self.queue.waitUntilAllOperationsAreFinished() }
     }
 
     /// Suspends the calling task, without blocking a thread, until every operation added so far has finished.

@@ -153,16 +153,18 @@ struct TimedAPIExtremesTests {
             let queue = DispatchQueue(label: "test.extremes.patience")
             let kept = AtomicBox<[CommandCompletionClosure]>([])
             let ran = CountingSemaphore()
-            for patience in huge {
+            let values = huge.map { _ in QueueSafeValue(value: 0) }
+            for (patience, value) in zip(huge, values) {
                 ManualCompletionDoctor.patience = patience
-                QueueSafeValue(value: 0).async(performIn: queue).lowestPriority.set(manualCompletion: { count, done in
+                value.async(performIn: queue).lowestPriority.set(manualCompletion: { count, done in
                     count += 1
                     kept.mutate { $0.append(done) }  // returns without calling done: the doctor watches it
                     ran.signal()
                 })
-                _ = await ran.wait(timeout: .seconds(10))
+                guard await ran.wait(timeout: .seconds(10)) else { fatalError("the command did not run") }
             }
             for done in kept.value { done() }
+            withExtendedLifetime(values) {}
         }
     }
 
