@@ -28,7 +28,7 @@ private func tryWaits() {
     _ = value.wait.lowestPriority.get()
 }
 
-@Suite("Try-waits are not blocking calls", .timeLimit(.minutes(1)))
+@Suite("Try-waits are not blocking calls", .serialized, .timeLimit(.minutes(1)))
 struct TryWaitReportTests {
     @Test("try-waits from a synchronous helper inside a task are not reported")
     func tryWaitsAreQuiet() async {
@@ -54,6 +54,38 @@ struct TryWaitReportTests {
         let apis = found.reports.flatMap(\.resources)
         #expect(apis == ["CountingSemaphore.wait(_:)", "CountingSemaphore.wait(_:)", "GCDGroup.wait(timeout:)"])
     }
+
+    @Test("withBlockingAllowed allows a wait that parks inside its scope only; child tasks inherit it")
+    func allowedInScopeOnly() async {
+        let empty = CountingSemaphore()
+        let outsideLine = #line + 7
+        let found = await DiagnosticReports.capture(where: { $0.kind == .blockingCallInTask }) {
+            withBlockingAllowed { _ = empty.wait(.milliseconds(2)) }
+            await withBlockingAllowed {
+                async let child: DispatchTimeoutResult = parkBriefly(empty)
+                _ = await child
+            }
+            _ = parkBriefly(empty)
+        }
+        #expect(found.reports.flatMap(\.sites) == ["ConcurrencyKitTests/TryWaitReportTests.swift:\(outsideLine)"])
+    }
+
+    @Test("in trap mode, a wait that parks inside withBlockingAllowed does not stop the process")
+    func allowedInTrapMode() async {
+        await #expect(processExitsWith: .success) {
+            LockOrderChecking.mode = .trap
+            withBlockingAllowed { parkingWaits() }
+        }
+    }
+}
+
+/// A wait of 2 ms on `semaphore`, which nobody signals: it parks. Its report names the caller's line.
+private func parkBriefly(
+    _ semaphore: CountingSemaphore,
+    file: StaticString = #fileID,
+    line: UInt = #line
+) -> DispatchTimeoutResult {
+    semaphore.wait(.milliseconds(2), file: file, line: line)
 }
 
 /// Waits that must park: nothing is free, and the deadline is ahead.
