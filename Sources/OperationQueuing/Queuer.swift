@@ -277,7 +277,8 @@ public final class Queuer: Sendable {
     /// Blocks the calling thread until every operation has finished.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`).
+    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`);
+    /// `withBlockingAllowed { }` allows one.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.

@@ -35,7 +35,9 @@ private func nanosecondsByComponents(_ duration: Duration) -> Int128 {
 
 @Suite("Deadline: the one conversion of time")
 struct DeadlineTests {
-    @Test("over the whole Duration range, a span is none below one nanosecond, unlimited from Int.max, whole ns between")
+    @Test(
+        "over the whole Duration range, a span is none below one nanosecond, unlimited from Int.max, whole ns between"
+    )
     func spanOverTheWholeRange() {
         var random = PropertyRun.random(0xDEAD_11E)
         var samples = edges
@@ -109,7 +111,9 @@ struct DeadlineTests {
         let present = DispatchTime(uptimeNanoseconds: 5_000)
         #expect(Deadline(DispatchTime(uptimeNanoseconds: 4_999), present: present) == .now)
         #expect(Deadline(present, present: present) == .now)
-        #expect(Deadline(DispatchTime(uptimeNanoseconds: 5_001), present: present) == .at(.init(uptimeNanoseconds: 5_001)))
+        #expect(
+            Deadline(DispatchTime(uptimeNanoseconds: 5_001), present: present) == .at(.init(uptimeNanoseconds: 5_001))
+        )
         #expect(Deadline(.distantFuture, present: present) == .never)
         #expect(Deadline(.now()) == .now)  // the present has moved on: the clock is read after the caller's
     }
@@ -117,7 +121,9 @@ struct DeadlineTests {
     @Test("a span Dispatch cannot add to the present is never")
     func overflowingUptime() {
         let late = DispatchTime(uptimeNanoseconds: UInt64(Int64.max) - 10)
-        #expect(Deadline(after: Duration.nanoseconds(5), from: late) == .at(.init(uptimeNanoseconds: UInt64(Int64.max) - 5)))
+        #expect(
+            Deadline(after: Duration.nanoseconds(5), from: late) == .at(.init(uptimeNanoseconds: UInt64(Int64.max) - 5))
+        )
         #expect(Deadline(after: Duration.nanoseconds(10), from: late) == .never)
         #expect(Deadline(after: Duration.nanoseconds(Int64.max - 1), from: late) == .never)
     }

@@ -4,8 +4,9 @@ import Dispatch
 import TestSupport
 import Testing
 
-/// Durations far beyond what Dispatch counts (about 292 years of nanoseconds), up to the largest `Duration`: each
-/// means "never" or "without a limit" to every timed API. `Duration.components` traps on all but the first.
+/// Durations from about 292 years of nanoseconds, beyond what Dispatch counts, up to the largest `Duration`.
+///
+/// Each means "never" or "without a limit" to every timed API. `Duration.components` traps on all but the first.
 private let huge: [Duration] = [
     .nanoseconds(Int64.max),
     .seconds(1e19),
@@ -15,7 +16,9 @@ private let huge: [Duration] = [
     Duration(attoseconds: .max / 2) + Duration(attoseconds: .max / 2),
 ]
 
-/// Durations of zero or less, down to the smallest `Duration`: each means "now" (only look) to a wait.
+/// Durations of zero or less, down to the smallest `Duration`.
+///
+/// Each means "now" (only look) to a wait.
 private let nonPositive: [Duration] = [
     .zero,
     Duration(attoseconds: -1),

@@ -3,8 +3,10 @@ import Dispatch
 import TestSupport
 import Testing
 
-/// Every try-wait of the package: zero, `.now()`, a past or negative deadline, or a resource that is free. None
-/// parks its thread, so none is a blocking call.
+/// Every try-wait of the package.
+///
+/// Zero, `.now()`, a past or negative deadline, or a resource that is free: none parks its thread, so none is a
+/// blocking call.
 private func tryWaits() {
     let empty = CountingSemaphore()
     _ = empty.wait(.now())
@@ -30,9 +32,12 @@ private func tryWaits() {
 
 @Suite("Try-waits are not blocking calls", .serialized, .timeLimit(.minutes(1)))
 struct TryWaitReportTests {
+    /// The filter of this suite's captures.
+    private static let isBlockingCallReport: @Sendable (DiagnosticReport) -> Bool = { $0.kind == .blockingCallInTask }
+
     @Test("try-waits from a synchronous helper inside a task are not reported")
     func tryWaitsAreQuiet() async {
-        let found = DiagnosticReports.capture(where: { $0.kind == .blockingCallInTask }) {
+        let found = DiagnosticReports.capture(where: Self.isBlockingCallReport) {
             tryWaits()
         }
         #expect(found.reports.map(\.message) == [])
@@ -48,7 +53,7 @@ struct TryWaitReportTests {
 
     @Test("a wait that parks its thread inside a task is still reported, naming the public call")
     func parkingWaitsAreReported() async throws {
-        let found = DiagnosticReports.capture(where: { $0.kind == .blockingCallInTask }) {
+        let found = DiagnosticReports.capture(where: Self.isBlockingCallReport) {
             parkingWaits()
         }
         let apis = found.reports.flatMap(\.resources)
@@ -59,7 +64,7 @@ struct TryWaitReportTests {
     func allowedInScopeOnly() async {
         let empty = CountingSemaphore()
         let outsideLine = #line + 7
-        let found = await DiagnosticReports.capture(where: { $0.kind == .blockingCallInTask }) {
+        let found = await DiagnosticReports.capture(where: Self.isBlockingCallReport) {
             withBlockingAllowed { _ = empty.wait(.milliseconds(2)) }
             await withBlockingAllowed {
                 async let child: DispatchTimeoutResult = parkBriefly(empty)
@@ -79,7 +84,9 @@ struct TryWaitReportTests {
     }
 }
 
-/// A wait of 2 ms on `semaphore`, which nobody signals: it parks. Its report names the caller's line.
+/// A wait of 2 ms on `semaphore`, which nobody signals: it parks.
+///
+/// Its report names the caller's line.
 private func parkBriefly(
     _ semaphore: CountingSemaphore,
     file: StaticString = #fileID,

@@ -20,7 +20,8 @@
 /// - Parameter body: The code that may block.
 /// - Returns: What `body` returns.
 /// - Throws: What `body` throws.
-public func withBlockingAllowed<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+public func withBlockingAllowed<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result
+{
     try BlockingCallCheck.allowing(body)
 }
 

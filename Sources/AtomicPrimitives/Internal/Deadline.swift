@@ -40,7 +40,9 @@ package enum Deadline: Equatable, Sendable {
             }
         }
 
-        /// The span of `seconds`; `infinity` is unlimited. NaN is `none`: callers that must not take it check first.
+        /// The span of `seconds`, by the same rules.
+        ///
+        /// `infinity` is unlimited. NaN is `none`: callers that must not take it check first.
         package init(seconds: Double) {
             let nanoseconds = seconds * 1_000_000_000
             if !(nanoseconds >= 1) {
@@ -124,7 +126,7 @@ package enum Deadline: Equatable, Sendable {
 }
 
 extension Duration {
-    /// The duration in seconds, the nearest `Double`; never traps.
+    /// The duration in seconds, as a `Double` (within a rounding of the nearest); never traps.
     package var inSeconds: Double {
         Double(self.attoseconds) / 1e18
     }

@@ -3,7 +3,8 @@
 /// The commands are unavailable from async code, where the compiler names the `suspend` command to use instead (the
 /// `async` schedule's, for the manual forms). In debug builds a `wait` command holds the value's turn as a lock in the
 /// lock-order graph, and one issued from inside a Swift concurrency task (through a synchronous function) is
-/// reported once per call site. Each command takes the caller's `file` and `line` for those reports (see
+/// reported once per call site when it has to wait: for the turn while another command holds it, or for a manual
+/// completion's `done`; one that finds the value free and ends at once is not. Each command takes the caller's `file` and `line` for those reports (see
 /// `LockOrderChecking`), and for the main-queue doctor's warning.
 ///
 /// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
