@@ -277,8 +277,8 @@ public final class Queuer: Sendable {
     /// Blocks the calling thread until every operation has finished.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`);
-    /// `withBlockingAllowed { }` allows one.
+    /// inside a task (through a synchronous function) that has to wait is reported once per call site (see
+    /// `LockOrderChecking`); one that finds the queue empty is not, and `withBlockingAllowed { }` allows one.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
@@ -295,6 +295,8 @@ public final class Queuer: Sendable {
             file: file,
             line: line
         )
+        // A queue with nothing in it is a look, not a wait: no report.
+        guard self.queue.operationCount > 0 else { return }
         BlockingCallCheck.blocking(call) { self.queue.waitUntilAllOperationsAreFinished() }
     }
 

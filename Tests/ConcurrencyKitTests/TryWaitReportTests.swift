@@ -28,6 +28,7 @@ private func tryWaits() {
     _ = done.wait(timeout: .seconds(5))
     let value = QueueSafeValue(value: 0)
     _ = value.wait.lowestPriority.get()
+    Queuer(name: "test.try-waits").waitUntilAllOperationsAreFinished()
 }
 
 @Suite("Try-waits are not blocking calls", .serialized, .timeLimit(.minutes(1)))

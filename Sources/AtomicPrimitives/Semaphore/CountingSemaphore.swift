@@ -261,6 +261,7 @@ public final class CountingSemaphore {
     /// is `call`, a blocking call, to the report of one made from inside a task and to the main-queue doctor.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
     private func wait(until deadline: Deadline, as call: BlockingCall?) -> DispatchTimeoutResult {
+        chaosPoint(.semaphoreLine)
         if self.takeIfFree() { return .success }
         let limit: UInt64
         switch deadline {
@@ -274,7 +275,6 @@ public final class CountingSemaphore {
 
     /// Waits in line for a resource until `deadline` (`.max`: without a limit), unless one is free by now.
     private func park(untilUptimeNanoseconds deadline: UInt64) -> DispatchTimeoutResult {
-        chaosPoint(.semaphoreLine)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
         if self.available > 0 {
