@@ -8,9 +8,10 @@
 /// import AtomicPrimitives
 ///
 /// let semaphore = CountingSemaphore(.binary)
-/// withBlockingAllowed {
-///     semaphore.perform { print("inside") }  // inside; not reported, even in trap mode
+/// let answer = withBlockingAllowed {
+///     semaphore.perform { 42 }  // not reported if it has to wait, even in trap mode
 /// }
+/// print(answer)  // 42
 /// ```
 ///
 /// The allowance is a task-local value: it holds for the code `body` runs on the current task, and for child tasks
