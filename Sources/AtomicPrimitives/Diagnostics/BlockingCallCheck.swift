@@ -11,7 +11,7 @@
 /// is never reported, and a new blocking API is covered by the wait it parks in. The report comes once per call site,
 /// names the async alternative, and follows the lock-order checker's switch (`LockOrderChecking.mode`,
 /// `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes it, `trap` stops, `off` checks nothing. Inside
-/// ``withBlockingAllowed(_:)-(()->Result)`` nothing is reported.
+/// ``withBlockingAllowed(_:)`` nothing is reported.
 @usableFromInline
 package enum BlockingCallCheck {
     #if DEBUG
@@ -43,11 +43,11 @@ package enum BlockingCallCheck {
         #endif
     }
 
-    /// Whether the current task runs inside ``withBlockingAllowed(_:)-(()->Result)``.
+    /// Whether the current task runs inside ``withBlockingAllowed(_:)``.
     @usableFromInline @TaskLocal
     static var isAllowed = false
 
-    /// Runs `body` with blocking calls allowed on the current task: ``withBlockingAllowed(_:)-(()->Result)``.
+    /// Runs `body` with blocking calls allowed on the current task: ``withBlockingAllowed(_:)``.
     static func allowing<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
         // `withValue` rethrows untyped errors: carry the typed one through a `Result`.
         let outcome = Self.$isAllowed.withValue(true) { Swift.Result { () throws(Failure) -> Result in try body() } }

@@ -27,7 +27,7 @@ public func withBlockingAllowed<Result, Failure: Error>(_ body: () throws(Failur
 }
 
 /// Runs the async `body` with the check for blocking calls inside tasks switched off for the current task and the
-/// child tasks it makes; the async form of ``withBlockingAllowed(_:)-(()->Result)``.
+/// child tasks it makes; the async form of ``withBlockingAllowed(_:)``.
 ///
 /// - Parameters:
 ///   - isolation: The caller's actor, where `body` runs; inferred.

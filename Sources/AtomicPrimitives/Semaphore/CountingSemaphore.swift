@@ -90,7 +90,7 @@ public final class CountingSemaphore {
     /// It blocks the calling thread, and is unavailable from async code: there, `try await acquire()` suspends
     /// instead. In debug builds, a call from inside a task (through a synchronous function) that has to wait is
     /// reported once per call site (see ``LockOrderChecking``); one that takes a free resource is not, and
-    /// ``withBlockingAllowed(_:)-(()->Result)`` allows one.
+    /// ``withBlockingAllowed(_:)`` allows one.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
