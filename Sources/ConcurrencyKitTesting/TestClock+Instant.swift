@@ -45,13 +45,14 @@ extension TestClock {
         /// Unlike `Duration`'s own description, which goes through a `Double`, it never rounds: a test that compares
         /// printed instants compares the instants.
         public var description: String {
-            let (seconds, attoseconds) = self.offset.components
-            // Both components carry the sign; print it once, then their magnitudes.
-            let sign = seconds < 0 || attoseconds < 0 ? "-" : ""
-            var fraction = String(attoseconds.magnitude)
+            // `Duration.components` traps beyond Int64 seconds; the 128-bit attoseconds hold every offset.
+            let total = self.offset.attoseconds
+            let sign = total < 0 ? "-" : ""
+            let (seconds, attoseconds) = total.magnitude.quotientAndRemainder(dividingBy: 1_000_000_000_000_000_000)
+            var fraction = String(attoseconds)
             fraction = String(repeating: "0", count: 18 - fraction.count) + fraction
             while fraction.count > 1 && fraction.hasSuffix("0") { fraction.removeLast() }
-            return "\(sign)\(seconds.magnitude).\(fraction) seconds"
+            return "\(sign)\(seconds).\(fraction) seconds"
         }
     }
 }

@@ -119,7 +119,8 @@ public final class GCDGroup: Sendable {
     /// Blocks the calling thread until everything in the group has finished.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`).
+    /// inside a task (through a synchronous function) that has to wait is reported once per call site (see
+    /// `LockOrderChecking`); one that finds the group empty is not.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
@@ -129,20 +130,17 @@ public final class GCDGroup: Sendable {
         message: "GCDGroup.wait() blocks the calling thread; in async code use `await group.waitForAll()`"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.blocking(
-            api: "GCDGroup.wait()",
-            alternative: "await group.waitForAll()",
-            file: file,
-            line: line
-        ) { self.dispatchGroup.wait() }
+        let call = BlockingCall(api: "GCDGroup.wait()", alternative: "await group.waitForAll()", file: file, line: line)
+        _ = self.wait(until: .never, as: call)
     }
 
     /// Blocks the calling thread until everything in the group has finished, or until `timeout`.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a Swift concurrency task (through a synchronous function) is reported once per call site.
+    /// inside a Swift concurrency task (through a synchronous function) that has to wait is reported once per call
+    /// site; one that finds the group empty, or only looks, is not.
     /// - Parameters:
-    ///   - timeout: The latest time to give up.
+    ///   - timeout: The latest time to give up; `.now()`, or any time already past, only looks.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
@@ -152,23 +150,19 @@ public final class GCDGroup: Sendable {
         message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
     )
     public func wait(timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
-        guard timeout != .now() else { return self.dispatchGroup.wait(timeout: timeout) }
-        return BlockingCallCheck.blocking(
-            api: "GCDGroup.wait(timeout:)",
-            alternative: "await group.waitForAll()",
-            file: file,
-            line: line
-        ) { self.dispatchGroup.wait(timeout: timeout) }
+        self.wait(until: Deadline(timeout), as: Self.timedWait(file: file, line: line))
     }
 
     /// Blocks the calling thread until everything in the group has finished, or for `timeout` at most:
     /// ``wait(timeout:file:line:)-(DispatchTime,_,_)`` with a `Duration` from now.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a Swift concurrency task (through a synchronous function) is reported once per call site.
+    /// inside a Swift concurrency task (through a synchronous function) that has to wait is reported once per call
+    /// site; one that finds the group empty, or only looks, is not.
     /// - Parameters:
-    ///   - timeout: How long to wait at most. Zero or less only looks, as `.now()` does; a duration too long to
-    ///     represent in nanoseconds waits without a limit.
+    ///   - timeout: How long to wait at most. Zero or less (or less than a nanosecond) only looks, as `.now()` does;
+    ///     a duration too long to represent in nanoseconds (about 292 years or more, up to the largest `Duration`)
+    ///     waits without a limit.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if the group finished, `.timedOut` otherwise.
@@ -178,10 +172,19 @@ public final class GCDGroup: Sendable {
         message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
     )
     public func wait(timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
-        guard timeout > .zero else { return self.wait(timeout: DispatchTime.now(), file: file, line: line) }
-        let deadline =
-            timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
-        return self.wait(timeout: deadline, file: file, line: line)
+        self.wait(until: Deadline(after: timeout), as: Self.timedWait(file: file, line: line))
+    }
+
+    /// How the reports name the timed blocking waits.
+    private static func timedWait(file: StaticString, line: UInt) -> BlockingCall {
+        BlockingCall(api: "GCDGroup.wait(timeout:)", alternative: "await group.waitForAll()", file: file, line: line)
+    }
+
+    /// Waits for the group until `deadline`: a look first, so that only a wait that parks is `call`, a blocking call.
+    private func wait(until deadline: Deadline, as call: BlockingCall) -> DispatchTimeoutResult {
+        if self.dispatchGroup.wait(timeout: .now()) == .success { return .success }
+        if deadline == .now { return .timedOut }
+        return BlockingCallCheck.blocking(call) { self.dispatchGroup.wait(timeout: deadline.dispatchTime) }
     }
 
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.

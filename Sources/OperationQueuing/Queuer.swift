@@ -290,7 +290,8 @@ public final class Queuer: Sendable {
     /// Blocks the calling thread until every operation has finished.
     ///
     /// It is unavailable from async code: there, `await waitForAll()` suspends instead. In debug builds, a call from
-    /// inside a task (through a synchronous function) is reported once per call site (see `LockOrderChecking`).
+    /// inside a task (through a synchronous function) that has to wait is reported once per call site (see
+    /// `LockOrderChecking`); one that finds the queue empty is not, and `withBlockingAllowed { }` allows one.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
@@ -301,12 +302,15 @@ public final class Queuer: Sendable {
             "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()`"
     )
     public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.blocking(
+        let call = BlockingCall(
             api: "Queuer.waitUntilAllOperationsAreFinished()",
             alternative: "await queuer.waitForAll()",
             file: file,
             line: line
-        ) { self.queue.waitUntilAllOperationsAreFinished() }
+        )
+        // A queue with nothing in it is a look, not a wait: no report.
+        guard self.queue.operationCount > 0 else { return }
+        BlockingCallCheck.blocking(call) { self.queue.waitUntilAllOperationsAreFinished() }
     }
 
     /// Suspends the calling task, without blocking a thread, until every operation added so far has finished.

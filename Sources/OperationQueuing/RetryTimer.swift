@@ -30,17 +30,14 @@ package final class RetryTimer: @unchecked Sendable {
         queue: DispatchQueue,
         _ fire: @escaping @Sendable () -> Void
     ) {
-        if clock.isMeasuredByDispatch {
+        let span = Deadline.Span(delay)
+        if clock.isMeasuredByDispatch || span == .unlimited {
+            // A delay too long to represent never comes: a timer that never fires, which a cancel releases.
             let timer = Self.makeDispatchTimer(after: delay, queue: queue, fire)
             timer.activate()
             self.kind = .dispatch(timer)
         } else {
-            self.kind = .task(
-                Task.detached {
-                    do { try await clock.sleep(for: delay) } catch { return }  // cancelled
-                    queue.async(execute: fire)
-                }
-            )
+            self.kind = .task(Self.sleeper(after: delay, on: clock, queue: queue, fire))
         }
     }
 
@@ -61,7 +58,12 @@ package final class RetryTimer: @unchecked Sendable {
     ///
     /// - Throws: `CancellationError` if the task is cancelled before the delay has passed, also if it already is.
     package static func sleep(for delay: Duration, on clock: some Clock<Duration>) async throws {
-        guard clock.isMeasuredByDispatch else { return try await clock.sleep(for: delay) }
+        let span = Deadline.Span(delay)
+        if !clock.isMeasuredByDispatch && span != .unlimited {
+            return try await clock.sleep(until: Self.deadline(after: delay, on: clock), tolerance: nil)
+        }
+        // On a standard clock, or for a delay too long to represent on any clock: a Dispatch timer, which never fires
+        // for the latter, and which a cancel releases.
         let sleeper = DispatchSleeper()
         try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { continuation in
@@ -77,15 +79,39 @@ package final class RetryTimer: @unchecked Sendable {
         }
     }
 
-    /// A one-shot timer on `queue`, not yet activated, that runs `fire` `delay` from now.
+    /// The instant `delay` from now on `clock`, read now: a delay of zero or less is now. (The delay is not too long
+    /// to represent: such a delay has a timer that never fires instead.)
+    private static func deadline<C: Clock<Duration>>(after delay: Duration, on clock: C) -> C.Instant {
+        Deadline.Span(delay) == .none ? clock.now : clock.now.advanced(by: delay)
+    }
+
+    /// A task that sleeps on `clock` until `delay` from now, then runs `fire` on `queue`, unless it was cancelled
+    /// first.
+    ///
+    /// The deadline is read here, when the attempt failed, not when the task first runs: time that passes on a test's
+    /// clock before the task starts counts.
+    private static func sleeper<C: Clock<Duration>>(
+        after delay: Duration,
+        on clock: C,
+        queue: DispatchQueue,
+        _ fire: @escaping @Sendable () -> Void
+    ) -> Task<Void, Never> {
+        let deadline = Self.deadline(after: delay, on: clock)
+        return Task.detached {
+            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }  // cancelled
+            queue.async(execute: fire)
+        }
+    }
+
+    /// A one-shot timer on `queue`, not yet activated, that runs `fire` `delay` from now (never, for a delay too long
+    /// to represent).
     private static func makeDispatchTimer(
         after delay: Duration,
         queue: DispatchQueue,
         _ fire: @escaping @Sendable () -> Void
     ) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: queue)
-        let deadline = delay.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
-        timer.schedule(deadline: deadline)
+        timer.schedule(deadline: Deadline(after: delay).dispatchTime)
         timer.setEventHandler(handler: fire)
         return timer
     }

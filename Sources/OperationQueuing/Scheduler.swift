@@ -91,15 +91,14 @@ public final class Scheduler: @unchecked Sendable {
         handler: (@Sendable () -> Void)? = nil
     ) {
         precondition(delay >= .zero, "Scheduler: delay must be 0 or more, got \(delay)")
-        if let repeating {
-            precondition(
-                repeating >= .nanoseconds(1),
-                "Scheduler: repeating must be nil or at least one nanosecond (Dispatch's unit), got \(repeating)"
-            )
-        }
+        let repeatSpan = repeating.map { Deadline.Span($0) }
+        precondition(
+            repeatSpan != Deadline.Span.none,
+            "Scheduler: repeating must be nil or at least one nanosecond (Dispatch's unit), got \(repeating.map { "\($0)" } ?? "nil")"
+        )
         self.init(
-            deadline: delay.nanosecondsIfRepresentable.map { .now() + .nanoseconds($0) } ?? .distantFuture,
-            repeating: repeating?.nanosecondsIfRepresentable.map { .nanoseconds($0) } ?? .never,
+            deadline: Deadline(after: delay).dispatchTime,
+            repeating: repeatSpan?.interval ?? .never,
             qualityOfService: qualityOfService,
             handler: handler
         )

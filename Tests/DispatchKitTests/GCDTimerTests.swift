@@ -306,6 +306,18 @@ struct GCDTimerSchedulingTests {
         }
     }
 
+    @Test("one nanosecond is the shortest repeat in every spelling: 1e-9 seconds, .nanoseconds(1), a little more")
+    func shortestRepeat() {
+        let timer = GCDTimer(interval: 1)
+        timer.repeatInterval = 1e-9
+        #expect(timer.repeatDuration == .seconds(1e-9))
+        timer.repeatDuration = .nanoseconds(1)
+        #expect(timer.repeatDuration == .nanoseconds(1))
+        timer.repeatDuration = Duration(attoseconds: 1_999_999_999)
+        #expect(timer.repeatDuration == Duration(attoseconds: 1_999_999_999))
+        timer.stop()
+    }
+
     @Test(
         "NaN, negative and zero-repeat numbers and Durations trap with a message naming the type, parameter and value",
         arguments: BadNumber.allCases

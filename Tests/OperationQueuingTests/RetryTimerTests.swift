@@ -103,3 +103,31 @@ struct RetryTimerTests {
 
 /// Whether schedule chaos is on in this process (and so in the processes of its exit tests).
 private let underScheduleChaos = ProcessInfo.processInfo.environment["CONCURRENCYKIT_CHAOS"] != nil
+
+@Suite("RetryTimer on a test clock", .timeLimit(.minutes(1)))
+struct RetryTimerDeadlineTests {
+    @Test("the wait is measured from when it was made, not from when its task starts: time moved first counts")
+    func measuredFromTheFailure() async throws {
+        for _ in 0..<20 {
+            let clock = TestClock()
+            let fired = CountingSemaphore()
+            let timer = RetryTimer(after: .seconds(10), on: clock, queue: .global()) { fired.signal() }
+            clock.advance(by: .seconds(4))  // most likely before the timer's task has reached the clock
+            try await clock.waitForSleepers(1)
+            #expect(clock.deadlines == [TestClock.Instant(offset: .seconds(10))])
+            clock.advance(by: .seconds(6))
+            #expect(await fired.wait(timeout: .seconds(40)))  // a bound, not a proof: the fire is an event
+            timer.cancel()
+        }
+    }
+
+    @Test("time moved past the deadline before the task starts fires it without moving the clock again")
+    func deadlinePassedBeforeTheTaskStarts() async {
+        let clock = TestClock()
+        let fired = CountingSemaphore()
+        let timer = RetryTimer(after: .seconds(10), on: clock, queue: .global()) { fired.signal() }
+        clock.advance(by: .seconds(12))
+        #expect(await fired.wait(timeout: .seconds(40)))  // a bound, not a proof: the fire is an event
+        timer.cancel()
+    }
+}

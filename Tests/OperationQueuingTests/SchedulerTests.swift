@@ -117,3 +117,26 @@ struct SchedulerTests {
         )
     }
 }
+
+@Suite("Scheduler: the shortest repeat", .timeLimit(.minutes(1)))
+struct SchedulerRepeatRuleTests {
+    @Test("one nanosecond is the shortest repeat, as for GCDTimer; what is finer is dropped")
+    func oneNanosecond() {
+        let scheduler = Scheduler(after: .seconds(3_600), repeating: .nanoseconds(1))
+        #expect(scheduler.repeating == .nanoseconds(1))
+        let finer = Scheduler(after: .seconds(3_600), repeating: Duration(attoseconds: 1_999_999_999))
+        #expect(finer.repeating == .nanoseconds(1))
+        let never = Scheduler(after: .seconds(1e19), repeating: .seconds(1e19))
+        #expect(never.repeating == .never)
+        #expect(never.deadline == .distantFuture)
+    }
+
+    @Test("a repeat under one nanosecond traps with a message naming Scheduler")
+    func underOneNanosecond() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            _ = Scheduler(after: .seconds(1), repeating: Duration(attoseconds: 999_999_999))
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(stderr.contains("Scheduler: repeating must be nil or at least one nanosecond"))
+    }
+}

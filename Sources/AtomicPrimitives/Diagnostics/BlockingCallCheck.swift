@@ -2,11 +2,16 @@
 ///
 /// A task that blocks its thread holds one of the cooperative pool's few threads (two on a two-core machine): a few
 /// such calls can starve every task of the process. The blocking APIs of the package are unavailable from async code
-/// (`@available(*, noasync)`), but a synchronous function called from a task can still reach them. They call
-/// ``warnIfInsideTask(api:alternative:file:line:)`` first, most through ``blocking(api:alternative:file:line:_:)``;
-/// it reports once per call site, naming the async alternative, under the same switch as the lock-order checker
-/// (`LockOrderChecking.mode`, `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes the report, `trap` stops, `off` checks
-/// nothing.
+/// (`@available(*, noasync)`), but a synchronous function called from a task can still reach them.
+///
+/// The check is made where a thread parks, not where a public call enters: the public call names itself in a
+/// ``BlockingCall`` and hands it down to the wait that parks (the semaphore's line once nothing is free, the wait for
+/// a value's turn, a `sync` that is not run inline, a group's wait), which runs through ``blocking(_:_:)``. A
+/// try-wait — a deadline of now or before, a timeout of zero or less, or a resource that is free — never parks, so it
+/// is never reported, and a new blocking API is covered by the wait it parks in. The report comes once per call site,
+/// names the async alternative, and follows the lock-order checker's switch (`LockOrderChecking.mode`,
+/// `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes it, `trap` stops, `off` checks nothing. Inside
+/// ``withBlockingAllowed(_:)`` nothing is reported.
 @usableFromInline
 package enum BlockingCallCheck {
     #if DEBUG
@@ -33,31 +38,49 @@ package enum BlockingCallCheck {
         line: UInt = #line
     ) {
         #if DEBUG
-        guard LockOrderChecking.isOn, Self.isInsideTask else { return }
+        guard LockOrderChecking.isOn, Self.isInsideTask, !Self.isAllowed else { return }
         Self.report(api: api, alternative: alternative, file: file, line: line)
         #endif
     }
 
-    /// Runs `wait`, the blocking part of the public call `api`: reports the call first if it is made from inside a
-    /// task, as ``warnIfInsideTask(api:alternative:file:line:)`` does, and lets ``MainQueueDoctor`` name the call
-    /// while it blocks the main queue.
+    /// Whether the current task runs inside ``withBlockingAllowed(_:)``.
+    @usableFromInline @TaskLocal
+    static var isAllowed = false
+
+    /// Runs `body` with blocking calls allowed on the current task: ``withBlockingAllowed(_:)``.
+    static func allowing<Result, Failure: Error>(_ body: () throws(Failure) -> Result) throws(Failure) -> Result {
+        // `withValue` rethrows untyped errors: carry the typed one through a `Result`.
+        let outcome = Self.$isAllowed.withValue(true) { Swift.Result { () throws(Failure) -> Result in try body() } }
+        return try outcome.get()
+    }
+
+    /// Runs the async `body` with blocking calls allowed on the current task and its child tasks.
+    static func allowing<Result>(
+        isolation: isolated (any Actor)? = #isolation,
+        _ body: () async throws -> Result
+    ) async rethrows -> Result {
+        try await Self.$isAllowed.withValue(true, operation: body)
+    }
+
+    /// Runs `wait`, which parks the thread for the public blocking call `call`: reports the call first if it is made
+    /// from inside a task, as ``warnIfInsideTask(api:alternative:file:line:)`` does, and lets ``MainQueueDoctor`` name
+    /// the call while it blocks the main queue.
     ///
+    /// Call it only where the thread is about to park: after a look that found nothing free and a deadline still
+    /// ahead.
     /// - Parameters:
-    ///   - api: The blocking call, as users write it: `"GCDGroup.wait()"`.
-    ///   - alternative: What to write instead in async code: `"await group.waitForAll()"`.
-    ///   - file: The caller's file; pass the public entry point's own `#fileID` default through.
-    ///   - line: The caller's line.
-    ///   - wait: The blocking part of the call.
+    ///   - call: The user's blocking call, handed down from its public entry point.
+    ///   - wait: The part that parks.
     /// - Returns: What `wait` returns.
-    package static func blocking<Result>(
-        api: StaticString,
-        alternative: StaticString,
-        file: StaticString,
-        line: UInt,
-        _ wait: () -> Result
-    ) -> Result {
-        Self.warnIfInsideTask(api: api, alternative: alternative, file: file, line: line)
-        return MainQueueDoctor.whileBlocking(api: api, alternative: alternative, file: file, line: line, wait)
+    package static func blocking<Result>(_ call: BlockingCall, _ wait: () -> Result) -> Result {
+        Self.warnIfInsideTask(api: call.api, alternative: call.alternative, file: call.file, line: call.line)
+        return MainQueueDoctor.whileBlocking(
+            api: call.api,
+            alternative: call.alternative,
+            file: call.file,
+            line: call.line,
+            wait
+        )
     }
 
     /// Whether the calling code runs inside a Swift concurrency task.

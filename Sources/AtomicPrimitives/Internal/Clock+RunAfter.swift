@@ -12,13 +12,13 @@ extension Clock where Duration == Swift.Duration {
     ///   - delay: How long from now; zero or less runs `body` as soon as it can.
     ///   - body: The work; it runs on a global queue or in a task of its own.
     package func runAfter(_ delay: Duration, _ body: @escaping @Sendable () -> Void) {
-        // A delay too long to represent never comes, on every clock alike (one far in the past is due now).
-        let nanoseconds = delay.nanosecondsIfRepresentable ?? (delay < .zero ? 0 : nil)
-        guard let nanoseconds else { return }
+        // A delay too long to represent never comes, on every clock alike (one of zero or less is due now).
+        let span = Deadline.Span(delay)
+        guard span != .unlimited else { return }
         if self.isMeasuredByDispatch {
-            DispatchQueue.global().asyncAfter(deadline: .now() + .nanoseconds(nanoseconds), execute: body)
+            DispatchQueue.global().asyncAfter(deadline: Deadline(after: span).dispatchTime, execute: body)
         } else {
-            let deadline = self.now.advanced(by: delay)
+            let deadline = span == .none ? self.now : self.now.advanced(by: delay)
             Task.detached {
                 do { try await self.sleep(until: deadline, tolerance: nil) } catch { return }
                 body()

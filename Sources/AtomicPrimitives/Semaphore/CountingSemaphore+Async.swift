@@ -47,8 +47,9 @@ extension CountingSemaphore {
     /// granted a resource or cancelled before its deadline cancels its Dispatch timer at once: no timer outlives its
     /// wait.
     ///
-    /// - Parameter timeout: How long to wait at most. Zero or less takes only a resource that is free right away;
-    ///   a duration too long to represent in nanoseconds waits without a limit.
+    /// - Parameter timeout: How long to wait at most. Zero or less (or less than a nanosecond) takes only a resource
+    ///   that is free right away; a duration too long to represent in nanoseconds (about 292 years or more, up to the
+    ///   largest `Duration`) waits without a limit.
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
     public func wait(timeout: Duration) async -> Bool {
         await self.take(timeout: timeout) == .granted
@@ -77,7 +78,9 @@ extension CountingSemaphore {
     /// timer.)
     ///
     /// - Parameters:
-    ///   - timeout: How long to wait at most. Zero or less takes only a resource that is free right away.
+    ///   - timeout: How long to wait at most, by the same rules as ``wait(timeout:)``: zero or less (or less than a
+    ///     nanosecond) takes only a resource that is free right away; a duration too long to represent in nanoseconds
+    ///     waits without a limit, and sets no sleeper on `clock`.
     ///   - clock: The clock that measures `timeout`.
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
     public func wait(timeout: Duration, clock: some Clock<Duration>) async -> Bool {
@@ -114,42 +117,36 @@ extension CountingSemaphore {
         return try await body()
     }
 
-    /// Takes a resource if one is free right now.
-    @inline(__always)
-    private func takeIfFree() -> Bool {
-        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        defer { self.core.unlock() }
-        guard self.available > 0 else { return false }
-        self.available -= 1
-        return true
-    }
-
-    /// The outcome of a task's wait that need not queue: cancelled, granted a free resource, or out of time at once;
-    /// `nil` if it must queue.
-    private func outcomeWithoutQueueing(timeout: Duration?) -> SemaphoreWaiter.State? {
+    /// The outcome of a task's wait that need not queue: cancelled, granted a free resource, or out of time at once
+    /// (a `deadline` of now); `nil` if it must queue.
+    private func outcomeWithoutQueueing(deadline: Deadline) -> SemaphoreWaiter.State? {
         if Task.isCancelled { return .cancelled }
         if self.takeIfFree() { return .granted }
-        if let timeout, timeout <= .zero { return .timedOut }
+        if deadline == .now { return .timedOut }
         return nil
     }
 
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
     /// `timeout` on the continuous clock, or without a limit if it is `nil`.
     private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
-        if let outcome = self.outcomeWithoutQueueing(timeout: timeout) { return outcome }
-        // A duration too long for a Dispatch deadline waits without a limit.
-        let limit = timeout?.nanosecondsIfRepresentable
-        let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: limit != nil)
-        return await self.queue(waiter, timerAfter: limit, sleeper: nil)
+        let deadline = timeout.map { Deadline(after: $0) } ?? .never
+        if let outcome = self.outcomeWithoutQueueing(deadline: deadline) { return outcome }
+        let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: deadline != .never)
+        return await self.queue(waiter, timerAt: deadline, sleeper: nil)
     }
 
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
     /// `timeout` on `clock`.
     ///
     /// The deadline is a task that sleeps on `clock` and then takes the waiter out of the line as timed out. It holds
-    /// the waiter but not the semaphore, and is cancelled as soon as the wait ends, whichever way.
+    /// the waiter but not the semaphore, and is cancelled as soon as the wait ends, whichever way. A timeout too long
+    /// to represent has no sleeper: the wait has no limit.
     private func take(timeout: Duration, on clock: some Clock<Duration>) async -> SemaphoreWaiter.State {
-        if let outcome = self.outcomeWithoutQueueing(timeout: timeout) { return outcome }
+        let span = Deadline.Span(timeout)
+        if let outcome = self.outcomeWithoutQueueing(deadline: Deadline(after: span)) { return outcome }
+        guard span != .unlimited else {
+            return await self.queue(SemaphoreWaiter(state: .arriving), timerAt: .never, sleeper: nil)
+        }
         let deadline = clock.now.advanced(by: timeout)
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: true)
         let sleeper = Task { [weak self] in
@@ -159,19 +156,19 @@ extension CountingSemaphore {
         // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it, too);
         // this covers a wait that ended on its way to the line.
         defer { sleeper.cancel() }
-        return await self.queue(waiter, timerAfter: nil, sleeper: sleeper)
+        return await self.queue(waiter, timerAt: .never, sleeper: sleeper)
     }
 
-    /// Suspends until `waiter` leaves the line: granted, cancelled, or timed out by its Dispatch timer (after
-    /// `limit` nanoseconds) or by its `sleeper`.
+    /// Suspends until `waiter` leaves the line: granted, cancelled, or timed out by its Dispatch timer (at
+    /// `deadline`; none for never) or by its `sleeper`.
     private func queue(
         _ waiter: SemaphoreWaiter,
-        timerAfter limit: Int?,
+        timerAt deadline: Deadline,
         sleeper: Task<Void, Never>?
     ) async -> SemaphoreWaiter.State {
         await withTaskCancellationHandler {
             await withUnsafeContinuation { continuation in
-                self.enqueue(waiter, continuation: continuation, limit: limit, sleeper: sleeper)
+                self.enqueue(waiter, continuation: continuation, deadline: deadline, sleeper: sleeper)
             }
         } onCancel: {
             sleeper?.cancel()
@@ -179,16 +176,16 @@ extension CountingSemaphore {
         }
     }
 
-    /// Puts `waiter` in the line, with a timer that takes it out after `limit` nanoseconds (or its `sleeper`, which
-    /// does the same on another clock), unless it is granted a resource or cancelled on its way.
+    /// Puts `waiter` in the line, with a timer that takes it out at `deadline` (or its `sleeper`, which does the same
+    /// on another clock), unless it is granted a resource or cancelled on its way.
     private func enqueue(
         _ waiter: SemaphoreWaiter,
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
-        limit: Int?,
+        deadline: Deadline,
         sleeper: Task<Void, Never>?
     ) {
         // Made before the lock is taken: the lock guards only the line.
-        let timer = limit.map { self.makeTimer(for: waiter, firingAfter: $0) }
+        let timer = deadline == .never ? nil : self.makeTimer(for: waiter, firingAt: deadline.dispatchTime)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         guard waiter.state == .arriving, self.available == 0 else {
             let outcome: SemaphoreWaiter.State
@@ -220,12 +217,12 @@ extension CountingSemaphore {
         self.core.unlock()
     }
 
-    /// A timer on a global queue that takes `waiter` out of the line as timed out `nanoseconds` from now.
+    /// A timer on a global queue that takes `waiter` out of the line as timed out at `deadline`.
     ///
     /// It holds the waiter but not the semaphore, and whoever ends the wait cancels it at once, which releases it.
-    private func makeTimer(for waiter: SemaphoreWaiter, firingAfter nanoseconds: Int) -> any DispatchSourceTimer {
+    private func makeTimer(for waiter: SemaphoreWaiter, firingAt deadline: DispatchTime) -> any DispatchSourceTimer {
         let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + .nanoseconds(nanoseconds))
+        timer.schedule(deadline: deadline)
         timer.setEventHandler { [weak self] in
             self?.leave(waiter, as: .timedOut)
         }

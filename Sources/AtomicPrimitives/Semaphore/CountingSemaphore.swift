@@ -88,8 +88,9 @@ public final class CountingSemaphore {
     /// Takes a resource, waiting for as long as it takes for one to be free.
     ///
     /// It blocks the calling thread, and is unavailable from async code: there, `try await acquire()` suspends
-    /// instead. In debug builds, a call from inside a task (through a synchronous function) is reported once per call
-    /// site (see ``LockOrderChecking``).
+    /// instead. In debug builds, a call from inside a task (through a synchronous function) that has to wait is
+    /// reported once per call site (see ``LockOrderChecking``); one that takes a free resource is not, and
+    /// ``withBlockingAllowed(_:)`` allows one.
     /// - Parameters:
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
@@ -99,21 +100,24 @@ public final class CountingSemaphore {
         message: "CountingSemaphore.wait() blocks the calling thread; in async code use `try await semaphore.acquire()`"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
-        BlockingCallCheck.blocking(
+        let call = BlockingCall(
             api: "CountingSemaphore.wait()",
             alternative: "try await semaphore.acquire()",
             file: file,
             line: line
-        ) { _ = self.wait(untilUptimeNanoseconds: .max) }
+        )
+        _ = self.wait(until: .never, as: call)
     }
 
     /// Takes a resource, waiting until `timeout` at the latest.
     ///
     /// It blocks the calling thread, and is unavailable from async code: there, `await wait(timeout:)` with a
     /// `Duration` suspends instead (`.zero` takes only a free resource, as `.now()` does here). In debug builds, a call
-    /// from inside a task (through a synchronous function) is reported once per call site.
+    /// from inside a task (through a synchronous function) that has to wait is reported once per call site; one that
+    /// takes a free resource, or only looks, is not.
     /// - Parameters:
-    ///   - timeout: The latest time to give up; `.now()` only takes a resource that is free right away.
+    ///   - timeout: The latest time to give up; `.now()`, or any time already past, only takes a resource that is free
+    ///     right away. `.distantFuture` waits without a limit.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
@@ -125,27 +129,18 @@ public final class CountingSemaphore {
     )
     public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
     {
-        let take = {
-            self.wait(untilUptimeNanoseconds: timeout.uptimeNanoseconds) ? DispatchTimeoutResult.success : .timedOut
-        }
-        guard timeout != .now() else { return take() }
-        return BlockingCallCheck.blocking(
-            api: "CountingSemaphore.wait(_:)",
-            alternative: "await semaphore.wait(timeout:)",
-            file: file,
-            line: line,
-            take
-        )
+        self.wait(until: Deadline(timeout), as: Self.timedWait(file: file, line: line))
     }
 
     /// Takes a resource, waiting for `timeout` at most: ``wait(_:file:line:)-(DispatchTime,_,_)`` with a `Duration` from now.
     ///
     /// It blocks the calling thread, and is unavailable from async code: there, `await wait(timeout:)` suspends
-    /// instead. In debug builds, a call from inside a task (through a synchronous function) is reported once per call
-    /// site.
+    /// instead. In debug builds, a call from inside a task (through a synchronous function) that has to wait is
+    /// reported once per call site; one that takes a free resource, or only looks, is not.
     /// - Parameters:
-    ///   - timeout: How long to wait at most. Zero or less takes only a resource that is free right away, as `.now()`
-    ///     does; a duration too long to represent in nanoseconds waits without a limit.
+    ///   - timeout: How long to wait at most. Zero or less (or less than a nanosecond) takes only a resource that is
+    ///     free right away, as `.now()` does; a duration too long to represent in nanoseconds (about 292 years or
+    ///     more, up to the largest `Duration`) waits without a limit.
     ///   - file: The caller's file, for that report.
     ///   - line: The caller's line, for that report.
     /// - Returns: `.success` if a resource was taken, `.timedOut` if the time ran out first.
@@ -156,17 +151,27 @@ public final class CountingSemaphore {
             "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)`"
     )
     public func wait(_ timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
-        guard timeout > .zero else { return self.wait(DispatchTime.now(), file: file, line: line) }
-        let deadline =
-            timeout.nanosecondsIfRepresentable.map { DispatchTime.now() + .nanoseconds($0) } ?? .distantFuture
-        return self.wait(deadline, file: file, line: line)
+        self.wait(until: Deadline(after: timeout), as: Self.timedWait(file: file, line: line))
     }
 
-    /// Takes a resource as ``wait(file:line:)`` does, without the debug-build report of a call from inside a task: for
-    /// the package's own blocking commands, which report at their caller's site.
+    /// How the reports name the timed blocking waits.
+    private static func timedWait(file: StaticString, line: UInt) -> BlockingCall {
+        BlockingCall(
+            api: "CountingSemaphore.wait(_:)",
+            alternative: "await semaphore.wait(timeout:)",
+            file: file,
+            line: line
+        )
+    }
+
+    /// Takes a resource as ``wait(file:line:)`` does, for the package's own blocking commands: if it has to wait, the
+    /// report of a blocking call from inside a task, and the main-queue doctor, name `call`, the public call the user
+    /// made.
+    ///
+    /// - Parameter call: The user's blocking call; `nil` reports nothing (for a wait its caller reports itself).
     @usableFromInline
-    package func waitUnreported() {
-        _ = self.wait(untilUptimeNanoseconds: .max)
+    package func wait(as call: BlockingCall?) {
+        _ = self.wait(until: .never, as: call)
     }
 
     /// Gives a resource back, waking one waiting thread if there is one.
@@ -226,12 +231,13 @@ public final class CountingSemaphore {
         line: UInt = #line,
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        BlockingCallCheck.blocking(
+        let call = BlockingCall(
             api: "CountingSemaphore.perform(_:)",
             alternative: "try await semaphore.withPermit { … }",
             file: file,
             line: line
-        ) { _ = self.wait(untilUptimeNanoseconds: .max) }
+        )
+        _ = self.wait(until: .never, as: call)
         defer { self.signal() }
         return try body()
     }
@@ -249,13 +255,31 @@ public final class CountingSemaphore {
         SemaphoreWaiter.liveWithDeadline.load(ordering: .relaxed)
     }
 
-    private func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {
+    /// Takes a resource, or waits in line for one until `deadline`.
+    ///
+    /// A free resource is taken, and a deadline of now gives up, without parking the thread: only a wait that parks
+    /// is `call`, a blocking call, to the report of one made from inside a task and to the main-queue doctor.
+    /// - Returns: `.success` if a resource was taken, `.timedOut` if the deadline passed first.
+    private func wait(until deadline: Deadline, as call: BlockingCall?) -> DispatchTimeoutResult {
         chaosPoint(.semaphoreLine)
+        if self.takeIfFree() { return .success }
+        let limit: UInt64
+        switch deadline {
+        case .now: return .timedOut
+        case .at(let time): limit = time.uptimeNanoseconds
+        case .never: limit = .max
+        }
+        guard let call else { return self.park(untilUptimeNanoseconds: limit) }
+        return BlockingCallCheck.blocking(call) { self.park(untilUptimeNanoseconds: limit) }
+    }
+
+    /// Waits in line for a resource until `deadline` (`.max`: without a limit), unless one is free by now.
+    private func park(untilUptimeNanoseconds deadline: UInt64) -> DispatchTimeoutResult {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         defer { self.core.unlock() }
         if self.available > 0 {
             self.available -= 1
-            return true
+            return .success
         }
         let waiter = SemaphoreWaiter(state: .arriving)
         self.line.append(waiter)
@@ -266,7 +290,17 @@ public final class CountingSemaphore {
                 waiter.state = .timedOut
             }
         }
-        return waiter.state == .granted
+        return waiter.state == .granted ? .success : .timedOut
+    }
+
+    /// Takes a resource if one is free right now.
+    @inline(__always)
+    func takeIfFree() -> Bool {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        guard self.available > 0 else { return false }
+        self.available -= 1
+        return true
     }
 
     static func trapReentry() -> Never {

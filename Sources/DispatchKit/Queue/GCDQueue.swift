@@ -298,12 +298,13 @@ public struct GCDQueue: Sendable, Equatable {
     /// lock-order graph as a lock held while `work` runs (on whichever thread runs it: main's blocks run on the main
     /// thread).
     private func dispatch(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
-        BlockingCallCheck.blocking(
+        let call = BlockingCall(
             api: "GCDQueue.sync(_:)",
             alternative: "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`",
             file: file,
             line: line
-        ) {
+        )
+        BlockingCallCheck.blocking(call) {
             chaosPoint(.queue)
             guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
                 return self.dispatchQueue.sync(execute: work)

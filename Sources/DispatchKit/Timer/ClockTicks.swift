@@ -91,7 +91,7 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
             }
             // The ticks that fell due while the loop was away are skipped but the latest.
             let late = due.duration(to: self.clock.now)
-            let skipped = late < self.interval ? 0 : late.wholeAttoseconds / self.interval.wholeAttoseconds
+            let skipped = late < self.interval ? 0 : late.attoseconds / self.interval.attoseconds
             let tick = due.advanced(by: self.interval * skipped)
             self.due = tick.advanced(by: self.interval)
             return tick
@@ -107,13 +107,5 @@ extension ClockTicks where TickClock == ContinuousClock {
     ///   - tolerance: How late the clock may wake the loop, to save energy; `nil` leaves it to the clock.
     public init(every interval: Duration, tolerance: Duration? = nil) {
         self.init(every: interval, tolerance: tolerance, clock: ContinuousClock())
-    }
-}
-
-extension Duration {
-    /// The whole duration in attoseconds.
-    fileprivate var wholeAttoseconds: Int128 {
-        let (seconds, attoseconds) = self.components
-        return Int128(seconds) * 1_000_000_000_000_000_000 + Int128(attoseconds)
     }
 }

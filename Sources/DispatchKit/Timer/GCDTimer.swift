@@ -181,7 +181,7 @@ public final class GCDTimer: @unchecked Sendable {
     ///   - repeating: The time between later fires.
     ///   - handler: What to do on each fire.
     /// - Returns: The running timer. Keep it: releasing it stops it.
-    /// - Precondition: `repeating` is more than zero.
+    /// - Precondition: `repeating` is at least one nanosecond.
     public static func scheduleWithDate(
         _ date: DispatchWallTime,
         onQueue: GCDQueue = .background,
@@ -217,7 +217,8 @@ public final class GCDTimer: @unchecked Sendable {
     /// The same setting as ``repeatInterval``, read when a new timer starts. A value set there in seconds reads here
     /// as the nearest duration (the longest one for `infinity`). A duration too long to represent in nanoseconds
     /// (about 292 years or more) repeats never, though the timer stays running.
-    /// - Precondition: A new value is `nil` or more than zero.
+    /// - Precondition: A new value is `nil` or at least one nanosecond, as for ``repeatInterval``: what is finer than a
+    ///   nanosecond is dropped, and less is 0 to Dispatch.
     public var repeatDuration: Duration? {
         get { self.lock.withLock { self.repeatIntervalStorage?.asDuration } }
         set { self.setRepeat(newValue.map { .duration($0) }, "GCDTimer: repeatDuration") }

@@ -110,11 +110,11 @@ public struct RetryPolicy: Sendable, Hashable {
             // initial × growth is never 0 × ∞ (NaN): a zero initial wait stays zero at every retry, and any other
             // reaches the cap and stays there.
             let growth = min(pow(multiplier, Double(max(0, retry - 1))), .greatestFiniteMagnitude)
-            let uncapped = initial.seconds * growth
+            let uncapped = initial.inSeconds * growth
             let share = 1 - jitter * Self.unitRandom(retry: retry, seed: jitterSeed)
             // At the cap the wait is `maximum` itself, not its rounding through a Double.
-            if uncapped >= maximum.seconds, share == 1 { return maximum }
-            let nanoseconds = min(uncapped, maximum.seconds) * share * 1e9
+            if uncapped >= maximum.inSeconds, share == 1 { return maximum }
+            let nanoseconds = min(uncapped, maximum.inSeconds) * share * 1e9
             // A Double can round a few nanoseconds past an odd cap: the cap bounds the result too.
             return nanoseconds < 9e18 ? min(.nanoseconds(Int64(nanoseconds)), maximum) : maximum
         }
@@ -126,13 +126,5 @@ public struct RetryPolicy: Sendable, Hashable {
         guard let seed else { return Double.random(in: 0...1) }
         var random = SplitMix64(seed: seed ^ (UInt64(truncatingIfNeeded: retry) &* 0xD1B5_4A32_D192_ED03))
         return Double(random.next() >> 11) * 0x1p-53  // the top 53 bits: every Double from 0 up to 1 − 2⁻⁵³
-    }
-}
-
-extension Duration {
-    /// The duration in seconds, as a `Double`.
-    fileprivate var seconds: Double {
-        let (seconds, attoseconds) = self.components
-        return Double(seconds) + Double(attoseconds) / 1e18
     }
 }

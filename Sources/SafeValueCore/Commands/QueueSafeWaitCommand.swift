@@ -3,7 +3,8 @@
 /// The commands are unavailable from async code, where the compiler names the `suspend` command to use instead (the
 /// `async` schedule's, for the manual forms). In debug builds a `wait` command holds the value's turn as a lock in the
 /// lock-order graph, and one issued from inside a Swift concurrency task (through a synchronous function) is
-/// reported once per call site. Each command takes the caller's `file` and `line` for those reports (see
+/// reported once per call site when it has to wait: for the turn while another command holds it, or for a manual
+/// completion's `done`; one that finds the value free and ends at once is not. Each command takes the caller's `file` and `line` for those reports (see
 /// `LockOrderChecking`), and for the main-queue doctor's warning.
 ///
 /// > Warning: Issuing a `wait` command from inside a command closure, or an `async` command's completion, of the
@@ -285,10 +286,17 @@ public struct QueueSafeWaitCommand<Value> {
     @inlinable
     static var asyncForm: StaticString { "the suspend schedule: await value.suspend.lowestPriority.get()" }
 
-    /// The debug-build checks before a `wait` command blocks: a call from inside a task, and the lock order.
+    /// How the report of a blocking call from inside a task, and the main-queue doctor, name a `wait` command made
+    /// at `file`:`line`.
+    @inlinable
+    static func blockingCall(file: StaticString, line: UInt) -> BlockingCall {
+        BlockingCall(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line)
+    }
+
+    /// The debug-build check before a `wait` command blocks: the lock order. (A call from inside a task is reported
+    /// where it parks: in ``acquireInLine(file:line:)``, or while it waits for `done`.)
     @inlinable
     func willAcquire(file: StaticString, line: UInt) {
-        BlockingCallCheck.warnIfInsideTask(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line)
         LockOrderChecker.willAcquire(self.storage.lockOrder, file: file, line: line)
     }
 
@@ -300,10 +308,11 @@ public struct QueueSafeWaitCommand<Value> {
         self.storage.engine.tryAcquire() || self.acquireInLine(file: file, line: line)
     }
 
-    /// The turn is held: waits in line for it, noted for the main-queue doctor while it blocks the main queue.
+    /// The turn is held: waits in line for it, a blocking call to the report of one made from inside a task and to
+    /// the main-queue doctor.
     @usableFromInline
     func acquireInLine(file: StaticString, line: UInt) -> Bool {
-        MainQueueDoctor.whileBlocking(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line) {
+        BlockingCallCheck.blocking(Self.blockingCall(file: file, line: line)) {
             self.storage.engine.acquireBlockingSlowly(self.priority)
         }
     }
@@ -341,9 +350,7 @@ public struct QueueSafeWaitCommand<Value> {
         // Noted before the closure's arrival, which may end the command and let the next one note its own.
         if !latch.isDone { storage.watchCompletion(latch, schedule: "wait", file: file, line: line) }
         latch.closureReturned()
-        MainQueueDoctor.whileBlocking(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line) {
-            ended.waitUnreported()
-        }
+        ended.wait(as: Self.blockingCall(file: file, line: line))
         return .success(storage.current)
     }
 }

@@ -61,7 +61,7 @@ final class ManualCompletionWatch<Value>: Sendable {
     ///   - line: The line that issued the command.
     func watch(_ latch: CompletionLatch, schedule: StaticString, file: StaticString, line: UInt) {
         // A patience too long for a Dispatch deadline never runs out: no watch.
-        guard let patience = ManualCompletionDoctor.patience, patience.nanosecondsIfRepresentable != nil else {
+        guard let patience = ManualCompletionDoctor.patience, Deadline.Span(patience) != .unlimited else {
             return
         }
         let now = self.elapsed()
@@ -83,7 +83,7 @@ final class ManualCompletionWatch<Value>: Sendable {
         let next = self.state.mutate { state -> Check in
             guard let pending = state.pending, !pending.latch.isDone,
                 let patience = ManualCompletionDoctor.patience,
-                patience.nanosecondsIfRepresentable != nil
+                Deadline.Span(patience) != .unlimited
             else {
                 state.pending = nil
                 state.isTimerSet = false

@@ -47,7 +47,7 @@ final class ParkedThread: @unchecked Sendable {
             desired: Self.sleeping,
             ordering: .acquiringAndReleasing
         )
-        if slept.exchanged { wakeUp.waitUnreported() }
+        if slept.exchanged { wakeUp.wait(as: nil) }
     }
 
     /// Gives the turn to the waiting thread, waking it if it sleeps.
