@@ -127,7 +127,8 @@ public final class GCDGroup: Sendable {
     @available(
         *,
         noasync,
-        message: "GCDGroup.wait() blocks the calling thread; in async code use `await group.waitForAll()`"
+        message:
+            "GCDGroup.wait() blocks the calling thread; in async code use `await group.waitForAll()` (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
         let call = BlockingCall(api: "GCDGroup.wait()", alternative: "await group.waitForAll()", file: file, line: line)
@@ -147,7 +148,8 @@ public final class GCDGroup: Sendable {
     @available(
         *,
         noasync,
-        message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
+        message:
+            "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()` (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         self.wait(until: Deadline(timeout), as: Self.timedWait(file: file, line: line))
@@ -169,7 +171,8 @@ public final class GCDGroup: Sendable {
     @available(
         *,
         noasync,
-        message: "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()`"
+        message:
+            "GCDGroup.wait(timeout:) blocks the calling thread; in async code use `await group.waitForAll()` (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         self.wait(until: Deadline(after: timeout), as: Self.timedWait(file: file, line: line))

@@ -299,7 +299,7 @@ public final class Queuer: Sendable {
         *,
         noasync,
         message:
-            "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()`"
+            "Queuer.waitUntilAllOperationsAreFinished() blocks the calling thread; in async code use `await queuer.waitForAll()` (top-level code with an `await` anywhere is async code too)"
     )
     public func waitUntilAllOperationsAreFinished(file: StaticString = #fileID, line: UInt = #line) {
         let call = BlockingCall(

@@ -16,8 +16,11 @@ struct MainQueueDoctorBlockedCallsTests {
         ("GCDGroup.wait()", "await group.waitForAll()"),
         ("GCDGroup.wait(timeout:)", "await group.waitForAll()"),
         ("Queuer.waitUntilAllOperationsAreFinished()", "await queuer.waitForAll()"),
-        ("QueueSafeValue's wait schedule", "the suspend schedule: await value.suspend.lowestPriority.get()"),
-        ("QueueSafeValue's wait schedule", "the suspend schedule: await value.suspend.lowestPriority.get()"),
+        ("value.wait.lowestPriority.get()", "await value.suspend.lowestPriority.get()"),
+        (
+            "value.wait.lowestPriority.set(manualCompletion:)",
+            "value.async(performIn: queue).lowestPriority.set(manualCompletion:), which does not wait"
+        ),
         ("GCDQueue.sync(_:)", "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`"),
     ]
 

@@ -33,8 +33,12 @@ private func tryWaits() {
 
 @Suite("Try-waits are not blocking calls", .serialized, .timeLimit(.minutes(1)))
 struct TryWaitReportTests {
-    /// The filter of this suite's captures.
-    private static let isBlockingCallReport: @Sendable (DiagnosticReport) -> Bool = { $0.kind == .blockingCallInTask }
+    /// The filter of this suite's captures: blocking-call reports of calls made in this file, not those of other
+    /// tests that run meanwhile.
+    private static let isBlockingCallReport: @Sendable (DiagnosticReport) -> Bool = {
+        $0.kind == .blockingCallInTask
+            && $0.sites.allSatisfy { $0.hasPrefix("ConcurrencyKitTests/TryWaitReportTests.swift") }
+    }
 
     @Test("try-waits from a synchronous helper inside a task are not reported")
     func tryWaitsAreQuiet() async {

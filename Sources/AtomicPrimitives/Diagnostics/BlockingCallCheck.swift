@@ -9,9 +9,9 @@
 /// a value's turn, a `sync` that is not run inline, a group's wait), which runs through ``blocking(_:_:)``. A
 /// try-wait — a deadline of now or before, a timeout of zero or less, or a resource that is free — never parks, so it
 /// is never reported, and a new blocking API is covered by the wait it parks in. The report comes once per call site,
-/// names the async alternative, and follows the lock-order checker's switch (`LockOrderChecking.mode`,
-/// `CONCURRENCYKIT_LOCK_ORDER`): `warn` writes it, `trap` stops, `off` checks nothing. Inside
-/// ``withBlockingAllowed(_:)`` nothing is reported.
+/// names the async alternative, and follows its own switch, ``BlockingCallChecking/mode``
+/// (`CONCURRENCYKIT_BLOCKING_CHECK`; until set, the lock-order checker's): `warn` writes it, `trap` stops, `off`
+/// checks nothing. Inside ``withBlockingAllowed(_:)`` nothing is reported.
 @usableFromInline
 package enum BlockingCallCheck {
     #if DEBUG
@@ -38,7 +38,7 @@ package enum BlockingCallCheck {
         line: UInt = #line
     ) {
         #if DEBUG
-        guard LockOrderChecking.isOn, Self.isInsideTask, !Self.isAllowed else { return }
+        guard BlockingCallChecking.mode != .off, Self.isInsideTask, !Self.isAllowed else { return }
         Self.report(api: api, alternative: alternative, file: file, line: line)
         #endif
     }
@@ -105,7 +105,7 @@ package enum BlockingCallCheck {
                 "  A blocked task holds a thread of the cooperative pool, which has one per core; a few of them can "
                     + "starve every task.",
                 "  Use \(alternative) instead. (Reported once per call site.)",
-                DiagnosticReport.switchHint,
+                DiagnosticReport.blockingSwitchHint,
             ].joined(separator: "\n")
         ).emit()
     }

@@ -40,16 +40,22 @@ package struct DiagnosticReport: Sendable {
     static let switchHint =
         "  (LockOrderChecking.mode or CONCURRENCYKIT_LOCK_ORDER=warn|trap|off decides what a report does.)"
 
+    /// The last line of a blocking-call report: its own switch, and the scoped way to allow blocking.
+    static let blockingSwitchHint =
+        "  (BlockingCallChecking.mode or CONCURRENCYKIT_BLOCKING_CHECK=warn|trap|off decides what this report does; "
+        + "withBlockingAllowed { } allows blocking in a scope.)"
+
     /// Hands the report to a test that captures it, or else writes it (`warn`) or stops the process (`trap`).
     func emit() {
         #if DEBUG
         if DiagnosticReports.claim(self) { return }
-        switch LockOrderChecking.mode {
+        switch self.kind == .blockingCallInTask ? BlockingCallChecking.mode : LockOrderChecking.mode {
         case .off: return
         case .warn: CLibrary.writeLineToStandardError(self.message)
         case .trap:
             CLibrary.writeLineToStandardError(self.message)
-            preconditionFailure("ConcurrencyKit stopped at the report above (LockOrderChecking.mode is trap).")
+            let mode = self.kind == .blockingCallInTask ? "BlockingCallChecking.mode" : "LockOrderChecking.mode"
+            preconditionFailure("ConcurrencyKit stopped at the report above (\(mode) is trap).")
         }
         #endif
     }

@@ -12,7 +12,8 @@ import Synchronization
 /// Give locks names to make reports easy to read: `MutexLock(name: "cache")`, `AtomicBox(0, name: "hits")`,
 /// `@Locked(name: "state") var state = State()`. Without one, a lock is named by its type and the line that made it.
 ///
-/// The same switch governs the check for blocking calls made from inside a Swift concurrency task.
+/// Until ``BlockingCallChecking/mode`` is set on its own, this switch also governs the check for blocking calls made
+/// from inside a Swift concurrency task.
 ///
 /// ```swift
 /// import AtomicPrimitives

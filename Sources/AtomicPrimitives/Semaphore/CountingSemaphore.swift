@@ -97,7 +97,8 @@ public final class CountingSemaphore {
     @available(
         *,
         noasync,
-        message: "CountingSemaphore.wait() blocks the calling thread; in async code use `try await semaphore.acquire()`"
+        message:
+            "CountingSemaphore.wait() blocks the calling thread; in async code use `try await semaphore.acquire()` (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(file: StaticString = #fileID, line: UInt = #line) {
         let call = BlockingCall(
@@ -125,7 +126,7 @@ public final class CountingSemaphore {
         *,
         noasync,
         message:
-            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)` with a Duration"
+            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)` with a Duration (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(_ timeout: DispatchTime, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult
     {
@@ -148,7 +149,7 @@ public final class CountingSemaphore {
         *,
         noasync,
         message:
-            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)`"
+            "CountingSemaphore.wait(_:) blocks the calling thread; in async code use `await semaphore.wait(timeout:)` (top-level code with an `await` anywhere is async code too)"
     )
     public func wait(_ timeout: Duration, file: StaticString = #fileID, line: UInt = #line) -> DispatchTimeoutResult {
         self.wait(until: Deadline(after: timeout), as: Self.timedWait(file: file, line: line))
@@ -223,7 +224,7 @@ public final class CountingSemaphore {
         *,
         noasync,
         message:
-            "CountingSemaphore.perform(_:) blocks the calling thread; in async code use `try await semaphore.withPermit { … }`"
+            "CountingSemaphore.perform(_:) blocks the calling thread; in async code use `try await semaphore.withPermit { … }` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
     public func perform<Result, Failure: Error>(

@@ -15,7 +15,7 @@ extension CountingSemaphore {
         *,
         noasync,
         message:
-            "semaphore <<< block blocks the calling thread; in async code use `try await semaphore.withPermit { … }`"
+            "semaphore <<< block blocks the calling thread; in async code use `try await semaphore.withPermit { … }` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
     public static func <<< <Result>(semaphore: CountingSemaphore, block: () throws -> Result) rethrows -> Result {
@@ -29,7 +29,8 @@ extension CountingSemaphore {
     @available(
         *,
         noasync,
-        message: "semaphore-- blocks the calling thread; in async code use `try await semaphore.acquire()`"
+        message:
+            "semaphore-- blocks the calling thread; in async code use `try await semaphore.acquire()` (top-level code with an `await` anywhere is async code too)"
     )
     public static postfix func -- (semaphore: CountingSemaphore) {
         semaphore.wait()

@@ -33,11 +33,11 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
     public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
-        self.perform(file: file, line: line) { $0 }
+        self.perform(.get, file: file, line: line) { $0 }
     }
 
     /// Reads the value, or throws why the command did not run: ``get(file:line:)`` without a `Result` to unpack.
@@ -64,11 +64,11 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `try await value.suspend.lowestPriority.read()`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `try await value.suspend.lowestPriority.read()` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
     public func read(file: StaticString = #fileID, line: UInt = #line) throws(QueueSafeValueError) -> Value {
-        try self.perform(file: file, line: line) { $0 }.get()
+        try self.perform(.get, file: file, line: line) { $0 }.get()
     }
 
     /// Runs `completion` with the value while holding it.
@@ -83,7 +83,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
     public func get(
@@ -92,7 +92,7 @@ public struct QueueSafeWaitCommand<Value> {
         line: UInt = #line
     ) {
         guard let completion else { return }
-        let result = self.perform(file: file, line: line) { value in completion(.success(value)) }
+        let result = self.perform(.get, file: file, line: line) { value in completion(.success(value)) }
         if case .failure(let error) = result {
             completion(.failure(error))
         }
@@ -113,7 +113,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.get(manualCompletion:)`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.get(manualCompletion:)` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
     public func get(
@@ -122,7 +122,7 @@ public struct QueueSafeWaitCommand<Value> {
         line: UInt = #line
     ) {
         guard let manualCompletion else { return }
-        let result = self.performManually(file: file, line: line) { value, done in
+        let result = self.performManually(.getManually, file: file, line: line) { value, done in
             manualCompletion(.success(value), done)
         }
         if case .failure(let error) = result {
@@ -141,7 +141,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set(newValue:)`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set(newValue:)` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
     @inlinable
@@ -150,7 +150,7 @@ public struct QueueSafeWaitCommand<Value> {
         file: StaticString = #fileID,
         line: UInt = #line
     ) -> Result<Value, QueueSafeValueError> {
-        self.perform(file: file, line: line) { value in
+        self.perform(.setNewValue, file: file, line: line) { value in
             value = newValue
             return value
         }
@@ -169,7 +169,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set { … }`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.set { … }` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
     @inlinable
@@ -178,7 +178,7 @@ public struct QueueSafeWaitCommand<Value> {
         file: StaticString = #fileID,
         line: UInt = #line
     ) -> Result<Value, QueueSafeValueError> {
-        self.perform(requiring: completion, file: file, line: line) { value, access in
+        self.perform(.set, requiring: completion, file: file, line: line) { value, access in
             access(&value)
             return value
         }
@@ -198,7 +198,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.set(manualCompletion:)`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the async schedule: `value.async(performIn: queue).lowestPriority.set(manualCompletion:)` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
     @inlinable
@@ -208,7 +208,7 @@ public struct QueueSafeWaitCommand<Value> {
         line: UInt = #line
     ) -> Result<Value, QueueSafeValueError> {
         guard let manualCompletion else { return self.failure(or: .commandClosureDeallocated) }
-        return self.performManually(file: file, line: line) { value, done in
+        return self.performManually(.setManually, file: file, line: line) { value, done in
             manualCompletion(&value, done)
         }
     }
@@ -226,7 +226,7 @@ public struct QueueSafeWaitCommand<Value> {
         *,
         noasync,
         message:
-            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.map { … }`"
+            "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.map { … }` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
     public func map<Transformed>(
@@ -234,7 +234,7 @@ public struct QueueSafeWaitCommand<Value> {
         file: StaticString = #fileID,
         line: UInt = #line
     ) -> Result<Transformed, QueueSafeValueError> {
-        self.perform(requiring: completion, file: file, line: line) { value, transform in transform(value) }
+        self.perform(.map, requiring: completion, file: file, line: line) { value, transform in transform(value) }
     }
 
     // MARK: Running
@@ -261,6 +261,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// blocks a thread of the cooperative pool, and the turn joins the lock-order graph as a lock.
     @inlinable
     func perform<Success>(
+        _ form: WaitCommandForm,
         file: StaticString,
         line: UInt,
         _ body: (inout Value) -> Success
@@ -268,7 +269,7 @@ public struct QueueSafeWaitCommand<Value> {
         if let refusal = self.refusal { return .failure(refusal) }
         let engine = self.storage.engine
         self.willAcquire(file: file, line: line)
-        guard self.acquire(file: file, line: line) else { return .failure(.valueContainerDeinited) }
+        guard self.acquire(form, file: file, line: line) else { return .failure(.valueContainerDeinited) }
         LockOrderChecker.didAcquire(self.storage.lockOrder, file: file, line: line)
         defer {
             LockOrderChecker.didRelease(self.storage.lockOrder)
@@ -277,24 +278,16 @@ public struct QueueSafeWaitCommand<Value> {
         return .success(self.storage.runClosure(body))
     }
 
-    /// How the report of a blocking call from inside a task, and the main-queue doctor's warning, name a `wait`
-    /// command.
-    @inlinable
-    static var blockingAPI: StaticString { "QueueSafeValue's wait schedule" }
-
-    /// What those reports advise instead, in async code.
-    @inlinable
-    static var asyncForm: StaticString { "the suspend schedule: await value.suspend.lowestPriority.get()" }
-
-    /// How the report of a blocking call from inside a task, and the main-queue doctor, name a `wait` command made
-    /// at `file`:`line`.
-    @inlinable
-    static func blockingCall(file: StaticString, line: UInt) -> BlockingCall {
-        BlockingCall(api: Self.blockingAPI, alternative: Self.asyncForm, file: file, line: line)
+    /// How the report of a blocking call from inside a task, and the main-queue doctor, name the `wait` command
+    /// `form` made at `file`:`line`: the command itself, and the same command on the schedule that does not block.
+    @usableFromInline
+    func blockingCall(_ form: WaitCommandForm, file: StaticString, line: UInt) -> BlockingCall {
+        let call = form.call(at: self.priority)
+        return BlockingCall(api: call.api, alternative: call.alternative, file: file, line: line)
     }
 
     /// The debug-build check before a `wait` command blocks: the lock order. (A call from inside a task is reported
-    /// where it parks: in ``acquireInLine(file:line:)``, or while it waits for `done`.)
+    /// where it parks: in ``acquireInLine(_:file:line:)``, or while it waits for `done`.)
     @inlinable
     func willAcquire(file: StaticString, line: UInt) {
         LockOrderChecker.willAcquire(self.storage.lockOrder, file: file, line: line)
@@ -304,33 +297,35 @@ public struct QueueSafeWaitCommand<Value> {
     ///
     /// - Returns: `false` if the value was destroyed first (its holder is gone): the caller does not hold the turn.
     @inlinable
-    func acquire(file: StaticString, line: UInt) -> Bool {
-        self.storage.engine.tryAcquire() || self.acquireInLine(file: file, line: line)
+    func acquire(_ form: WaitCommandForm, file: StaticString, line: UInt) -> Bool {
+        self.storage.engine.tryAcquire() || self.acquireInLine(form, file: file, line: line)
     }
 
     /// The turn is held: waits in line for it, a blocking call to the report of one made from inside a task and to
     /// the main-queue doctor.
     @usableFromInline
-    func acquireInLine(file: StaticString, line: UInt) -> Bool {
-        BlockingCallCheck.blocking(Self.blockingCall(file: file, line: line)) {
+    func acquireInLine(_ form: WaitCommandForm, file: StaticString, line: UInt) -> Bool {
+        BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
             self.storage.engine.acquireBlockingSlowly(self.priority)
         }
     }
 
     @inlinable
     func perform<Closure, Success>(
+        _ form: WaitCommandForm,
         requiring closure: Closure?,
         file: StaticString,
         line: UInt,
         _ body: (inout Value, Closure) -> Success
     ) -> Result<Success, QueueSafeValueError> {
         guard let closure else { return self.failure(or: .commandClosureDeallocated) }
-        return self.perform(file: file, line: line) { value in body(&value, closure) }
+        return self.perform(form, file: file, line: line) { value in body(&value, closure) }
     }
 
     /// Runs `body` holding the value, then waits for its `done` before releasing the value.
     @inlinable
     func performManually(
+        _ form: WaitCommandForm,
         file: StaticString,
         line: UInt,
         _ body: (inout Value, @escaping CommandCompletionClosure) -> Void
@@ -338,7 +333,7 @@ public struct QueueSafeWaitCommand<Value> {
         if let refusal = self.refusal { return .failure(refusal) }
         let storage = self.storage
         self.willAcquire(file: file, line: line)
-        guard self.acquire(file: file, line: line) else { return .failure(.valueContainerDeinited) }
+        guard self.acquire(form, file: file, line: line) else { return .failure(.valueContainerDeinited) }
         LockOrderChecker.didAcquire(storage.lockOrder, file: file, line: line)
         defer {
             LockOrderChecker.didRelease(storage.lockOrder)
@@ -350,7 +345,7 @@ public struct QueueSafeWaitCommand<Value> {
         // Noted before the closure's arrival, which may end the command and let the next one note its own.
         if !latch.isDone { storage.watchCompletion(latch, schedule: "wait", file: file, line: line) }
         latch.closureReturned()
-        ended.wait(as: Self.blockingCall(file: file, line: line))
+        ended.wait(as: self.blockingCall(form, file: file, line: line))
         return .success(storage.current)
     }
 }
