@@ -37,7 +37,7 @@ struct PriorityOrderPropertyTests {
             history.record("issued", 0, 1)
         }
 
-        func isHolding() -> Bool { self.started.wait(timeout: deadline(5)) == .success }
+        func isHolding() -> Bool { self.started.wait(timeout: deadline()) == .success }
 
         func release() {
             self.history.record("end", 0, 1)
@@ -96,10 +96,10 @@ struct PriorityOrderPropertyTests {
                 let releaseAfter = Int.random(in: 0...total, using: &random)
                 let issuedCount = Atomic<Int>(0)
                 let seeds = (0...issuers).map { random.derived($0) }
-                let finished = runOnThreads(issuers + 1, seconds: 5) { index in
+                let finished = runOnThreads(issuers + 1, progress: { history.count }) { index in
                     var random = seeds[index]
                     if index == issuers {
-                        let limit = deadline(5)
+                        let limit = deadline()
                         while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
                         hold.release()
                         return
@@ -143,7 +143,7 @@ struct PriorityOrderPropertyTests {
                         issuedCount.add(1, ordering: .releasing)
                     }
                 }
-                let allRan = finished && ran.wait(timeout: deadline(5)) == .success
+                let allRan = finished && waitForProgress(ran) { history.count }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
         }
@@ -222,7 +222,7 @@ struct PriorityOrderPropertyTests {
                 history.record("issuing", id, highest ? 1 : 0)
                 issue(id, highest)
             }
-            let allRan = await waitOffPool(ran)
+            let allRan = await offPool { waitForProgress(ran) { history.count } }
             if !Self.check(history, round: round, finished: allRan, failures) { return }
         }
     }
@@ -270,7 +270,7 @@ struct PriorityOrderPropertyTests {
                     }
                     ran.leave()
                 }
-                let allRan = ran.wait(timeout: deadline(5)) == .success
+                let allRan = waitForProgress(ran) { history.count }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
         }
@@ -326,7 +326,7 @@ struct PriorityOrderPropertyTests {
                     }
                     ran.leave()
                 }
-                let allRan = ran.wait(timeout: deadline(5)) == .success
+                let allRan = waitForProgress(ran) { history.count }
                 if !allRan { earlierIsWaiting.store(true, ordering: .releasing) }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
