@@ -68,7 +68,7 @@ struct CountingSemaphoreClockTests {
         // The wait's sleeper can reach the clock before the waiting task has reached its cancellation handler: a
         // `cancel()` in that moment must still take the sleeper off before it returns. Rounds, since the moment is
         // short (ThreadSanitizer's slower runs found it).
-        let rounds = 1_000
+        let rounds = 5_000
         var late = 0
         for _ in 0..<rounds {
             let clock = TestClock()
