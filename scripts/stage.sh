@@ -19,14 +19,17 @@ trap 'rm -f "$log"' EXIT
 
 # The output passes through, and is kept for the report; tee is this script's, not the stage's.
 exec 3> >(tee "$log")
+tee_pid=$!
 # Without job control a background job stays in this script's process group, so setsid makes the command the
 # leader of a new one without forking: its pid is the group's id.
 setsid "$@" >&3 2>&1 3>&- &
 leader=$!
 
-# Every process of the stage: the members of its group, and their descendants wherever they are.
+# Every live process of the stage: the members of its group, and their descendants wherever they are (an ended
+# process that its parent has not collected yet, a zombie, is not one).
 stage_processes() {
-    ps -e -o pid=,ppid=,pgid= | awk -v group="$leader" '
+    ps -e -o pid=,ppid=,pgid=,stat= | awk -v group="$leader" '
+        $4 ~ /^Z/ { next }
         { parent[$1] = $2; inGroup[$1] = ($3 == group) }
         END {
             for (pid in parent) if (inGroup[pid]) keep[pid] = 1
@@ -40,7 +43,8 @@ stage_processes() {
 
 # The tests that started and had not ended, from the stage's output so far.
 running_tests() {
-    sed -n -E 's/^.*◇ Test (.*) started\.$/started\t\1/p; s/^.*[✔✘➜] Test (.*) (passed|failed|skipped)( after .*|\.)$/ended\t\1/p' "$log" |
+    sed -n -E '/◇ Test (run|case) /d; s/^.*◇ Test (.*) started\.$/started\t\1/p;
+        s/ with [0-9]+ test cases? (passed|failed) / \1 /; s/^.*[✔✘➜] Test (.*) (passed|failed|skipped)( after .*|\.)$/ended\t\1/p' "$log" |
         awk -F '\t' '$1 == "started" { open[$2] = 1; order[++n] = $2 } $1 == "ended" { delete open[$2] }
             END { for (i = 1; i <= n; i++) if (order[i] in open) { print "  " order[i]; delete open[order[i]] } }'
 }
@@ -50,12 +54,18 @@ report() {
     local tests
     tests=$(running_tests)
     if [ -n "$tests" ]; then
-        echo "stage $name: tests started and not ended:" >&2
+        echo "stage $name: $(echo "$tests" | wc -l) tests started and not ended:" >&2
         echo "$tests" >&2
     fi
     local pids
     pids=$(stage_processes | paste -sd, -)
     if [ -n "$pids" ]; then ps -o pid,pgid,etime,time,args -p "$pids" | cut -c1-200 >&2; fi
+}
+
+# Lets tee write the last of the output before this script exits.
+finish_output() {
+    exec 3>&-
+    wait "$tee_pid" 2>/dev/null
 }
 
 # TERM to the group and to every descendant, then KILL to whatever is left after the grace period.
@@ -77,6 +87,7 @@ end_stage() {
 on_signal() {
     report "ended by SIG$1 after $SECONDS s"
     end_stage
+    finish_output
     exit $((128 + $2))
 }
 trap 'on_signal TERM 15' TERM
@@ -94,6 +105,7 @@ while running; do
     if [ "$SECONDS" -ge "$limit" ]; then
         report "out of time after $limit s"
         end_stage
+        finish_output
         echo "stage $name: FAILED: over its time limit of $limit s (scripts/stage.sh; STAGE_LIMIT_FACTOR scales it)" >&2
         exit 124
     fi
@@ -107,4 +119,5 @@ if [ -n "$(stage_processes)" ]; then
     report "the command ended (status $status) leaving processes behind"
     end_stage
 fi
+finish_output
 exit "$status"

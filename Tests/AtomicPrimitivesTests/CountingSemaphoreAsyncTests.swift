@@ -102,7 +102,7 @@ struct CountingSemaphoreAsyncTests {
         for _ in 0..<rounds {
             let semaphore = CountingSemaphore()
             let waiter = Task {
-                withTimeout ? await semaphore.wait(timeout: .seconds(patienceSeconds)) : ((try? await semaphore.wait()) != nil)
+                withTimeout ? await semaphore.wait(timeout: patienceLimit) : ((try? await semaphore.wait()) != nil)
             }
             #expect(await suspendUntil { semaphore.waiterCount == 1 })
             // Two pooled threads released together: one signals, one cancels, each after a random few spins. (Pooled,
@@ -132,7 +132,7 @@ struct CountingSemaphoreAsyncTests {
     @Test("wait(timeout:) returns true when signalled in time, and false when its task is cancelled")
     func timeoutSignalledOrCancelled() async {
         let semaphore = CountingSemaphore()
-        let signalled = Task { await semaphore.wait(timeout: .seconds(patienceSeconds)) }
+        let signalled = Task { await semaphore.wait(timeout: patienceLimit) }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         semaphore.signal()
         #expect(await signalled.value == true)

@@ -28,7 +28,9 @@ struct CountingSemaphoreClockTests {
     func runDrivesTheWait() async throws {
         let clock = TestClock()
         let semaphore = CountingSemaphore()
-        let granted = try await clock.run(timeout: patienceLimit) { await semaphore.wait(timeout: .seconds(30), clock: clock) }
+        let granted = try await clock.run(timeout: patienceLimit) {
+            await semaphore.wait(timeout: .seconds(30), clock: clock)
+        }
         #expect(granted == false)
         #expect(clock.now.offset == .seconds(30))
     }
@@ -92,7 +94,10 @@ struct CountingSemaphoreClockTests {
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         semaphore.signal()
         #expect(await waiter.value == true)
-        #expect(try await clock.run(timeout: patienceLimit) { await semaphore.wait(timeout: .seconds(2), clock: clock) } == false)
+        #expect(
+            try await clock.run(timeout: patienceLimit) { await semaphore.wait(timeout: .seconds(2), clock: clock) }
+                == false
+        )
         #expect(clock.now.offset == .seconds(2))
     }
 

@@ -16,7 +16,7 @@ struct RetryTimerTests {
             inTask.mutate { $0 = withUnsafeCurrentTask { $0 != nil } }
             fired.signal()
         }
-        #expect(await fired.wait(timeout: .seconds(patienceSeconds)))
+        #expect(await fired.wait(timeout: patienceLimit))
         #expect(inTask.value == false)
         timer.cancel()
     }
@@ -40,12 +40,12 @@ struct RetryTimerTests {
         }
         let deadlinePassed = CountingSemaphore()
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { deadlinePassed.signal() }
-        #expect(await deadlinePassed.wait(timeout: .seconds(patienceSeconds)))
+        #expect(await deadlinePassed.wait(timeout: patienceLimit))
         continuous.cancel()
         held.resume()
         let flushed = CountingSemaphore()
         held.async { flushed.signal() }
-        #expect(await flushed.wait(timeout: .seconds(patienceSeconds)))
+        #expect(await flushed.wait(timeout: patienceLimit))
         #expect(fired.value == 0)
     }
 
