@@ -9,7 +9,7 @@ import Testing
 /// "A command's closure is a critical section: no other command of the same value runs until it ends" and "the
 /// blocks of one serial queue never run at the same time", checked with an ``OverlapDetector``: an unsynchronized
 /// counter (lost updates, and a ThreadSanitizer report) plus an atomic `inside` flag.
-@Suite("Contract properties: exclusion", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: exclusion", .serialized, .timeLimit(propertyTimeLimit))
 struct ExclusionPropertyTests {
     /// Burns a moment inside a section, so that an overlap has time to show.
     static func work(_ amount: Int) {

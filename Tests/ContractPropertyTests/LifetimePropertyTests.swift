@@ -10,7 +10,7 @@ import Testing
 
 /// "No object outlives its last user" and "releasing any object of this package is safe in every state": objects
 /// are dropped mid-flight and checked with deinit counts (``LifetimeProbe``) and weak references, with bounded waits.
-@Suite("Contract properties: lifetimes", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: lifetimes", .serialized, .timeLimit(propertyTimeLimit))
 struct LifetimePropertyTests {
     /// Waits for `group`, for at most `seconds`, without blocking the cooperative pool.
     static func wait(_ group: DispatchGroup, seconds: Int = patienceSeconds) async -> Bool {

@@ -9,7 +9,7 @@ import Testing
 /// `manualFinish` lasts until its `finish`; an `AsyncOperation` attempt until its body returns), the operation never
 /// finishes while an attempt runs, and every operation finishes — with retries, manual retry, late and duplicate
 /// finishes, and `cancel()` racing the end of an attempt.
-@Suite("Contract properties: operation attempts", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: operation attempts", .serialized, .timeLimit(propertyTimeLimit))
 struct OperationAttemptPropertyTests {
     /// One operation under test and what was seen of it.
     final class Subject: Sendable {

@@ -18,7 +18,7 @@ import Testing
 ///   (`observeWaitingCommands`): from then on it is pending, whatever it does while it waits. That test releases the
 ///   value at the worst moment: while the earlier command waits and a later one has just begun to.
 /// ``CommandOrderChecker`` then checks the history.
-@Suite("Contract properties: priority, then FIFO", .timeLimit(.minutes(1)))
+@Suite("Contract properties: priority, then FIFO", .timeLimit(propertyTimeLimit))
 struct PriorityOrderPropertyTests {
     /// Holds the value with an `async` manual-completion command (id 0) until ``release()``.
     final class Hold: Sendable {

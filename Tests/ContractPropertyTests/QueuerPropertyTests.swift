@@ -13,7 +13,7 @@ import Testing
 /// run on queues of random width with a cancelled group beside them; every link checks, as it starts, that every
 /// earlier link of its chain has finished, and the completion that every link has. `run` calls wait on a paused or
 /// busy queue and some are cancelled at random moments; each cancelled one must return before the queue moves.
-@Suite("Contract properties: queuer chains and run", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: queuer chains and run", .serialized, .timeLimit(propertyTimeLimit))
 struct QueuerPropertyTests {
     /// What the links of one chain saw.
     final class Chain: Sendable {

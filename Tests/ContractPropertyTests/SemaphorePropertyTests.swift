@@ -10,7 +10,7 @@ import Testing
 /// Blocking waits with timeouts, async waits with timeouts, and
 /// async waits that get cancelled race signals from threads and tasks; afterwards the permits left must be exactly
 /// `initial + signals − successful waits`.
-@Suite("Contract properties: semaphore permits", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: semaphore permits", .serialized, .timeLimit(propertyTimeLimit))
 struct SemaphorePropertyTests {
     /// Counts what the workers did.
     final class Tally: Sendable {

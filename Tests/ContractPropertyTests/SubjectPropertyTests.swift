@@ -8,7 +8,7 @@ import Testing
 /// CallbackSubject: "calls to one subscriber never overlap and follow send order, whatever its route", every value
 /// comes before the completion, and "no receiveValue/receiveCompletion call starts after cancel() returns"
 /// (`cancel()` does not wait for a call already running on another thread).
-@Suite("Contract properties: subjects", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: subjects", .serialized, .timeLimit(propertyTimeLimit))
 struct SubjectPropertyTests {
     /// What one subscriber received, kept in unsynchronized storage: the subject must order the calls.
     final class Received: @unchecked Sendable {
