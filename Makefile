@@ -8,6 +8,17 @@ TSAN_SCRATCH := .build-tsan
 ASAN_SCRATCH := .build-asan
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
+# Every stage of the gate runs under scripts/stage.sh: in a process group of its own, for at most its time limit
+# (seconds), after which it prints the tests and processes still running and ends all of them, as it does when it
+# is itself ended (an outer `timeout`, Ctrl-C). The limits are 3-5 times a stage's time on CI's two quiet cores (a
+# whole `make test` takes about 6 minutes there), so that only a hang reaches them; STAGE_LIMIT_FACTOR=<n>
+# multiplies all of them on a slower machine.
+STAGE        := scripts/stage.sh
+LIMIT_BUILD  ?= 1800
+LIMIT_UNIT   ?= 600
+LIMIT_CHAOS  ?= 1200
+LIMIT_SAN    ?= 1200
+LIMIT_OTHER  ?= 1200
 
 .PHONY: all build test markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
 
@@ -15,7 +26,7 @@ all: build
 
 ## build: the library, demo and tests, with warnings as errors.
 build:
-	$(SWIFT) build $(STRICT) --build-tests
+	$(STAGE) build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
 
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
 ## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
@@ -27,12 +38,15 @@ test: lint markdown-lint build unit chaos tsan asan examples install-check noasy
 markdown-lint:
 	python3 scripts/markdown-lint.py
 
+# The build has a limit of its own, so that the suite's limit measures the tests only.
 unit:
-	$(TRAP) scripts/run-suite.sh $(SWIFT) test $(STRICT)
+	$(STAGE) unit-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
+	$(TRAP) $(STAGE) unit $(LIMIT_UNIT) scripts/run-suite.sh $(SWIFT) test $(STRICT) --skip-build
 
 ## chaos: the contract property tests under schedule chaos, seeds 1 to 3, checker trapping.
 chaos:
-	scripts/chaos.sh 1 3
+	$(STAGE) chaos-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
+	$(STAGE) chaos $(LIMIT_CHAOS) scripts/chaos.sh 1 3
 
 ## soak: the contract property tests under 100 chaos seeds with 4 times the rounds, for at most 40 minutes; not part
 ## of `make test`. SOAK_SEEDS, SOAK_ROUNDS and SOAK_MINUTES change that.
@@ -40,37 +54,40 @@ SOAK_SEEDS   ?= 100
 SOAK_ROUNDS  ?= 4
 SOAK_MINUTES ?= 40
 soak:
-	scripts/chaos.sh 1 $(SOAK_SEEDS) $(SOAK_ROUNDS) $(SOAK_MINUTES)
+	$(STAGE) soak $$(( ($(SOAK_MINUTES) + 20) * 60 )) scripts/chaos.sh 1 $(SOAK_SEEDS) $(SOAK_ROUNDS) $(SOAK_MINUTES)
 
 # Under a sanitizer every test runs several times slower: run the suites one after another, so that a suite's time
 # limit does not count the time it waits for a core.
 tsan:
-	$(TRAP) TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	$(STAGE) tsan-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests --sanitize=thread --scratch-path $(TSAN_SCRATCH)
+	$(TRAP) TSAN_OPTIONS=suppressions=$(CURDIR)/scripts/tsan.supp $(STAGE) tsan $(LIMIT_SAN) scripts/run-suite.sh $(SWIFT) test $(STRICT) --skip-build --no-parallel --sanitize=thread --scratch-path $(TSAN_SCRATCH)
 
 asan:
-	$(TRAP) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp scripts/run-suite.sh $(SWIFT) test $(STRICT) --no-parallel --sanitize=address --scratch-path $(ASAN_SCRATCH)
+	$(STAGE) asan-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests --sanitize=address --scratch-path $(ASAN_SCRATCH)
+	$(TRAP) ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$(CURDIR)/scripts/lsan.supp $(STAGE) asan $(LIMIT_SAN) scripts/run-suite.sh $(SWIFT) test $(STRICT) --skip-build --no-parallel --sanitize=address --scratch-path $(ASAN_SCRATCH)
 
 ## examples: build and test the packages under Examples/ that depend on ConcurrencyKit by path, with the checks
 ## trapping: a blocking call from a task or a lock-order warning in an example a newcomer copies fails the gate.
 examples:
 	@for example in $(EXAMPLES); do \
 		echo "examples: $$example"; \
-		(cd $$example && $(SWIFT) build $(STRICT) --build-tests && $(TRAP) $(SWIFT) test $(STRICT)) || exit 1; \
+		$(STAGE) "examples $$example" $(LIMIT_OTHER) \
+			sh -c 'cd "$$1" && $(SWIFT) build $(STRICT) --build-tests && $(TRAP) $(SWIFT) test $(STRICT)' sh $$example || exit 1; \
 	done
 
 ## install-check: a fresh package that follows the README's install section resolves, builds and runs its first example.
 install-check:
-	scripts/install-check.sh
+	$(STAGE) install-check $(LIMIT_OTHER) scripts/install-check.sh
 
 ## noasync-check: in a fresh main.swift, a top-level await on each async form suspends, and one on each blocking
 ## twin is a compile error that names the async form, never a silent block.
 noasync-check:
-	python3 scripts/noasync-check.py
+	$(STAGE) noasync-check $(LIMIT_OTHER) python3 scripts/noasync-check.py
 
 ## snippets: compile and run every Swift example of the docs (README, Docs/, DocC articles, `///` comments) and
 ## check the output each one states.
 snippets:
-	python3 scripts/doc-examples.py
+	$(STAGE) snippets $(LIMIT_OTHER) python3 scripts/doc-examples.py
 
 ## demo: a tour of the toolkit at work.
 demo:
@@ -90,7 +107,7 @@ checker-cost:
 
 ## docs: every DocC catalog, offline, warnings as errors, merged into one site in .build/docs/ConcurrencyKit.doccarchive.
 docs:
-	scripts/docs.sh
+	$(STAGE) docs $(LIMIT_OTHER) scripts/docs.sh
 
 ## docs-serve: builds the docs and serves the site at http://localhost:8000/documentation/ (Ctrl-C stops it).
 docs-serve: docs
@@ -98,7 +115,7 @@ docs-serve: docs
 	python3 -m http.server 8000 --bind 127.0.0.1 --directory .build/docs/ConcurrencyKit.doccarchive
 
 lint:
-	$(SWIFT) format lint --strict --recursive $(FORMATTED)
+	$(STAGE) lint $(LIMIT_OTHER) $(SWIFT) format lint --strict --recursive $(FORMATTED)
 
 format:
 	$(SWIFT) format format --in-place --recursive $(FORMATTED)

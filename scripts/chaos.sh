@@ -4,7 +4,8 @@
 #   Each seed is one `swift test` of ContractPropertyTests with CONCURRENCYKIT_CHAOS=<seed>: the library's
 #   synchronization points yield or pause at random, reproducibly for the seed, and the tests' own random work uses
 #   the same seed. ROUND_FACTOR multiplies every test's rounds (CONCURRENCYKIT_PROPERTY_ROUNDS, default 1). The run
-#   stops starting seeds after MINUTES (default: no limit) and each seed has 10 minutes at most. A failure prints
+#   stops starting seeds after MINUTES (default: no limit) and each seed has 10 minutes at most (scripts/stage.sh,
+#   which then names the tests still running and ends the seed's whole process group). A failure prints
 #   its seed, so that `CONCURRENCYKIT_CHAOS=<seed> swift test --filter ContractPropertyTests` replays it.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -18,13 +19,15 @@ for seed in $(seq "$first" "$last"); do
         break
     fi
     log=$(mktemp)
-    if CONCURRENCYKIT_CHAOS=$seed timeout 600 swift test --skip-build -Xswiftc -warnings-as-errors \
-        --filter ContractPropertyTests >"$log" 2>&1; then
+    if CONCURRENCYKIT_CHAOS=$seed scripts/stage.sh "chaos seed $seed" 600 swift test --skip-build \
+        -Xswiftc -warnings-as-errors --filter ContractPropertyTests >"$log" 2>&1; then
         echo "chaos: seed $seed passed ($(grep -o 'Test run with [0-9]* tests' "$log" | head -1))"
     else
         echo "chaos: seed $seed FAILED; replay with CONCURRENCYKIT_CHAOS=$seed CONCURRENCYKIT_LOCK_ORDER=trap" \
             "swift test --filter ContractPropertyTests"
         grep -E "✘|↳ contract|ConcurrencyKit:|Fatal error|crashed" "$log" | head -20
+        # What a seed that ran out of time was still running (scripts/stage.sh's report).
+        sed -n '/^stage chaos seed .*: out of time/,$p' "$log" | head -30
         failed+=("$seed")
     fi
     rm -f "$log"

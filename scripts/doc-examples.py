@@ -44,7 +44,7 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(ROOT, ".build", "doc-examples")
 FIXTURES = os.path.join(ROOT, "scripts", "doc-examples", "Fixtures.swift")
-TIME_LIMIT = 20.0  # seconds per run of an example
+TIME_LIMIT = 120.0  # seconds per run of an example: a hang guard; on a loaded machine a run can wait long for a core
 RUNS = 3  # runs of each example; every one must print what the example states
 # Documents whose complete examples must also compile and run pasted one after another into a single main.swift, as a
 # reader trying them all at once would: one `await` in one of them must not break the blocking calls of another.

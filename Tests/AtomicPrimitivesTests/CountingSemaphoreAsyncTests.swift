@@ -67,7 +67,7 @@ struct CountingSemaphoreAsyncTests {
             #expect(await suspendUntil { order.value.count == index + 1 }, "signal \(index) served one waiter")
         }
         #expect(order.value == ["thread 0", "task 1", "thread 2", "task 3", "task 4", "thread 5"])
-        #expect(await waitOffPool(served, seconds: 10))
+        #expect(await waitOffPool(served))
         for task in tasks { _ = await task.result }
     }
 
@@ -102,7 +102,7 @@ struct CountingSemaphoreAsyncTests {
         for _ in 0..<rounds {
             let semaphore = CountingSemaphore()
             let waiter = Task {
-                withTimeout ? await semaphore.wait(timeout: .seconds(30)) : ((try? await semaphore.wait()) != nil)
+                withTimeout ? await semaphore.wait(timeout: patienceLimit) : ((try? await semaphore.wait()) != nil)
             }
             #expect(await suspendUntil { semaphore.waiterCount == 1 })
             // Two pooled threads released together: one signals, one cancels, each after a random few spins. (Pooled,
@@ -132,7 +132,7 @@ struct CountingSemaphoreAsyncTests {
     @Test("wait(timeout:) returns true when signalled in time, and false when its task is cancelled")
     func timeoutSignalledOrCancelled() async {
         let semaphore = CountingSemaphore()
-        let signalled = Task { await semaphore.wait(timeout: .seconds(30)) }
+        let signalled = Task { await semaphore.wait(timeout: patienceLimit) }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         semaphore.signal()
         #expect(await signalled.value == true)

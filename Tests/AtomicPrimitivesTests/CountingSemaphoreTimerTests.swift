@@ -88,7 +88,7 @@ struct CountingSemaphoreTimerTests {
             for _ in 0..<rounds {
                 guard await semaphore.wait(timeout: .seconds(3_600)) else { exit(2) }
             }
-            guard await signaller.wait(timeout: .seconds(10)) else { exit(3) }
+            guard await signaller.wait(timeout: patienceLimit) else { exit(3) }
             let grown = residentBytes() - before
             print("resident memory grew by \(grown >> 20) MiB over \(rounds) timed waits")
             // About 750 bytes a round when each timer outlives its wait: some 30 MiB here.

@@ -40,7 +40,7 @@ struct MainQueueDoctorTests {
 
     /// Moves `clock` to the end of the patience of the one watch that sleeps on it.
     private func endPatience(on clock: TestClock) async throws {
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: Self.patience)
     }
 
@@ -50,7 +50,7 @@ struct MainQueueDoctorTests {
         let clock = TestClock()
         let (probe, reports) = self.makeProbe(target: stuck, clock: clock)
         probe.noteSend()
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: Self.patience - .nanoseconds(1))
         #expect(clock.deadlines.count == 1, "the watch still waits")
         #expect(reports.value.isEmpty)
@@ -248,7 +248,7 @@ struct MainQueueDoctorTests {
             let queue = DispatchQueue(label: "test.doctor.elsewhere")
             for _ in 0..<10 { MainQueueDoctor.noteSend(to: queue) }
             // Main is drained in this process: the empty block the doctor sent it runs.
-            let limit = DispatchTime.now() + 30
+            let limit = deadline()
             while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
             guard MainQueueDoctor.probe.isSettled else { exit(1) }
         }
@@ -271,11 +271,11 @@ struct MainQueueDoctorTests {
             MainQueueDoctor.patience = .milliseconds(50)
             // Keep the main queue from being drained: it is busy with a block until the doctor has spoken.
             let spoken = DispatchSemaphore(value: 0)
-            DispatchQueue.main.async { _ = spoken.wait(timeout: .now() + 10) }
+            DispatchQueue.main.async { _ = spoken.wait(timeout: deadline()) }
             DispatchQueue.main.async {}
             MainQueueDoctor.noteSendToMain()
             MainQueueDoctor.noteSendToMain()
-            let limit = DispatchTime.now() + 10
+            let limit = deadline()
             while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
             spoken.signal()
         }

@@ -190,7 +190,7 @@ struct CallbackSubscriptionTests {
                 subscription.cancel()
                 cancelled.signal()
             }
-            checks.expect(cancelled.wait(timeout: deadline(3)) == .success, "cancel() waited for the running callback")
+            checks.expect(cancelled.wait(timeout: deadline()) == .success, "cancel() waited for the running callback")
             release.signal()
             checks.expect(target.flush())
         }

@@ -17,7 +17,7 @@ struct TestClockRunTests {
                 seen.mutate { $0.append(clock.now.offset) }
             }
         }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         try await clock.run(operationOf: chain)
         #expect(seen.value == [.seconds(5), .seconds(6), .seconds(9)])
         #expect(clock.now.offset == .seconds(9))
@@ -26,7 +26,7 @@ struct TestClockRunTests {
     @Test("run() with nothing asleep returns at once and leaves the time alone")
     func runWhenIdle() async throws {
         let clock = TestClock()
-        try await clock.run()
+        try await clock.run(timeout: patienceLimit)
         #expect(clock.now.offset == .zero)
     }
 
@@ -39,8 +39,8 @@ struct TestClockRunTests {
                 return seconds
             }
         }
-        try await clock.waitForSleepers(4)
-        try await clock.run()
+        try await clock.waitForSleepers(4, timeout: patienceLimit)
+        try await clock.run(timeout: patienceLimit)
         #expect(clock.now.offset == .seconds(7))
         #expect(clock.deadlines.isEmpty)
         for sleeper in sleepers { _ = try await sleeper.value }
@@ -49,7 +49,7 @@ struct TestClockRunTests {
     @Test("run(_:) waits for an operation that works between its sleeps, and returns its value")
     func runWaitsBetweenSleeps() async throws {
         let clock = TestClock()
-        let value = try await clock.run {
+        let value = try await clock.run(timeout: patienceLimit) {
             var total = 0
             for attempt in 1...4 {
                 // Work that is not a sleep on the clock: a hop to another task and back.
@@ -67,7 +67,7 @@ struct TestClockRunTests {
         struct Refused: Error {}
         let clock = TestClock()
         await #expect(throws: Refused.self) {
-            try await clock.run {
+            try await clock.run(timeout: patienceLimit) {
                 try await clock.sleep(for: .seconds(1))
                 throw Refused()
             }
@@ -80,7 +80,7 @@ struct TestClockRunTests {
     func runFromTheMainActor() async throws {
         let clock = TestClock()
         let model = Countdown(clock: clock)
-        let left = try await clock.run { @MainActor in
+        let left = try await clock.run(timeout: patienceLimit) { @MainActor in
             try await model.count(from: 3)
             return model.remaining
         }
@@ -93,8 +93,8 @@ struct TestClockRunTests {
     func waitForSleepersReports() async throws {
         let clock = TestClock()
         let sleeper = Task { try await clock.sleep(for: .seconds(5)) }
-        try await clock.waitForSleepers(1)
-        try await clock.waitForSleepers(0)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
+        try await clock.waitForSleepers(0, timeout: patienceLimit)
         let error = await #expect(throws: TestClockError.self) {
             try await clock.waitForSleepers(2, timeout: .milliseconds(100))
         }
@@ -145,7 +145,7 @@ struct TestClockRunTests {
         let executor = HeldExecutor()
         let clock = TestClock()
         let sleeper = Task(executorPreference: executor) { try await clock.sleep(for: .seconds(1)) }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         executor.queue.suspend()
         clock.advance(by: .seconds(1))
         let error = await #expect(throws: TestClockError.self) {
@@ -155,7 +155,7 @@ struct TestClockRunTests {
         #expect(error?.description.contains("a task that the clock woke at 1.0 seconds") == true)
         executor.queue.resume()
         try await sleeper.value
-        try await clock.run()
+        try await clock.run(timeout: patienceLimit)
     }
 
     @Test("run is cancelled with its task: it throws CancellationError and cancels the operation")
@@ -163,7 +163,7 @@ struct TestClockRunTests {
         let clock = TestClock()
         let semaphore = CountingSemaphore()
         let test = Task {
-            try await clock.run { try await semaphore.wait() }
+            try await clock.run(timeout: patienceLimit) { try await semaphore.wait() }
         }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         test.cancel()
@@ -175,7 +175,7 @@ struct TestClockRunTests {
 extension TestClock {
     /// Runs the clock until `task` has finished: `run(_:)` for a task that already runs.
     fileprivate func run(operationOf task: Task<Void, any Error>) async throws {
-        try await self.run { try await task.value }
+        try await self.run(timeout: patienceLimit) { try await task.value }
     }
 }
 

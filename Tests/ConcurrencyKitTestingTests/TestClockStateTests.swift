@@ -1,3 +1,4 @@
+import TestSupport
 import Testing
 
 @testable import ConcurrencyKitTesting
@@ -12,7 +13,7 @@ struct TestClockStateTests {
         var sleepers: [String: Task<Void, any Error>] = [:]
         for (count, (name, seconds)) in [("b5", 5), ("a3", 3), ("c5", 5), ("d1", 1), ("e5", 5)].enumerated() {
             sleepers[name] = Task { try await clock.sleep(for: .seconds(seconds)) }
-            try await clock.waitForSleepers(count + 1)
+            try await clock.waitForSleepers(count + 1, timeout: patienceLimit)
         }
         let names = self.namesByID(clock)
         let wakeups = clock.state.mutate { $0.advance(to: TestClock.Instant(offset: .seconds(5))) }

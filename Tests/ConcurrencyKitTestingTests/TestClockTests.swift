@@ -10,7 +10,7 @@ struct TestClockTests {
     func wakesAtDeadline() async throws {
         let clock = TestClock()
         let sleeper = Task { try await clock.sleep(for: .seconds(5)) }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: .seconds(5) - .nanoseconds(1))
         #expect(clock.deadlines == [TestClock.Instant(offset: .seconds(5))], "still asleep")
         clock.advance(by: .nanoseconds(1))
@@ -36,7 +36,7 @@ struct TestClockTests {
         for seconds in [3, 1, 4, 2] {
             sleepers[seconds] = Task { try await clock.sleep(for: .seconds(seconds)) }
         }
-        try await clock.waitForSleepers(4)
+        try await clock.waitForSleepers(4, timeout: patienceLimit)
         #expect(clock.deadlines.map(\.offset) == [.seconds(1), .seconds(2), .seconds(3), .seconds(4)])
         clock.advance(to: TestClock.Instant(offset: .seconds(2)))
         #expect(clock.deadlines.map(\.offset) == [.seconds(3), .seconds(4)])
@@ -54,12 +54,12 @@ struct TestClockTests {
     func cancellationRemovesTheSleeperAtOnce() async throws {
         let clock = TestClock()
         let sleeper = Task { try await clock.sleep(for: .seconds(60)) }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         sleeper.cancel()
         #expect(clock.deadlines.isEmpty, "gone before cancel() returned")
         await #expect(throws: CancellationError.self) { try await sleeper.value }
         clock.advance(by: .seconds(60))
-        try await clock.run()  // nothing is in flight: the cancelled sleep was never woken
+        try await clock.run(timeout: patienceLimit)  // nothing is in flight: the cancelled sleep was never woken
     }
 
     @Test("a task cancelled before it sleeps throws at once and never becomes a sleeper")
@@ -79,7 +79,7 @@ struct TestClockTests {
         for round in 0..<300 {
             let clock = TestClock()
             let sleeper = Task { try await clock.sleep(for: .seconds(1)) }
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             switch round % 3 {
             case 0:
                 async let cancel: Void = sleeper.cancel()
@@ -100,7 +100,7 @@ struct TestClockTests {
             case .failure(let error): #expect(error is CancellationError, "round \(round): \(error)")
             }
             #expect(clock.deadlines.isEmpty, "round \(round)")
-            try await clock.run(timeout: .seconds(5))  // no wake is left in flight
+            try await clock.run(timeout: patienceLimit)  // no wake is left in flight
         }
         print("cancelRacesAdvance: the advance won \(woken)/300 rounds")
     }
@@ -154,7 +154,7 @@ struct TestClockTests {
                     return (deadline, clock.now.offset)
                 }
             }
-            try await clock.waitForSleepers(count)
+            try await clock.waitForSleepers(count, timeout: patienceLimit)
             #expect(clock.deadlines.map(\.offset) == deadlines.sorted())
             // Move the time in uneven steps, checking each time that exactly the sleepers not yet due still sleep.
             while clock.now.offset <= .seconds(10) {
@@ -176,7 +176,7 @@ struct TestClockTests {
         let sleepers = (1...5).map { step in
             Task { try await clock.sleep(for: .seconds(index * 10 + step)) }
         }
-        try await clock.waitForSleepers(5)
+        try await clock.waitForSleepers(5, timeout: patienceLimit)
         #expect(clock.deadlines.map(\.offset) == (1...5).map { .seconds(index * 10 + $0) })
         for (step, sleeper) in sleepers.enumerated() {
             clock.advance(to: TestClock.Instant(offset: .seconds(index * 10 + step + 1)))
@@ -192,7 +192,7 @@ struct TestClockTests {
             for index in 1...100 {
                 group.addTask {
                     let clock = TestClock()
-                    let ticks = try await clock.run {
+                    let ticks = try await clock.run(timeout: patienceLimit) {
                         var ticks = 0
                         for _ in 0..<index % 7 + 1 {
                             try await clock.sleep(for: .milliseconds(index))

@@ -52,7 +52,7 @@ struct MainQueueDoctorBlockedCallsTests {
         switch index {
         case 0: return Scene(block: { site(#line) { semaphore.wait() } }, release: { semaphore.signal() })
         case 1:
-            return Scene(block: { site(#line) { _ = semaphore.wait(.now() + 30) } }, release: { semaphore.signal() })
+            return Scene(block: { site(#line) { _ = semaphore.wait(deadline()) } }, release: { semaphore.signal() })
         case 2: return Scene(block: { site(#line) { semaphore.perform {} } }, release: { semaphore.signal() })
         case 3:
             return Scene(
@@ -63,13 +63,13 @@ struct MainQueueDoctorBlockedCallsTests {
         case 4:
             return Scene(
                 prepare: { group.enter() },
-                block: { site(#line) { _ = group.wait(timeout: .now() + 30) } },
+                block: { site(#line) { _ = group.wait(timeout: deadline()) } },
                 release: { group.leave() }
             )
         case 5:
             let queuer = Queuer(name: "test.doctor.queuer")
             return Scene(
-                prepare: { queuer.addOperation { _ = gate.wait(timeout: .now() + 30) } },
+                prepare: { queuer.addOperation { _ = gate.wait(timeout: deadline()) } },
                 block: { site(#line) { queuer.waitUntilAllOperationsAreFinished() } },
                 release: open
             )
@@ -91,7 +91,7 @@ struct MainQueueDoctorBlockedCallsTests {
             )
         default:
             let queue = GCDQueue(name: "test.doctor.sync")
-            return Scene(block: { site(#line) { queue.sync { _ = gate.wait(timeout: .now() + 30) } } }, release: open)
+            return Scene(block: { site(#line) { queue.sync { _ = gate.wait(timeout: deadline()) } } }, release: open)
         }
     }
 
@@ -108,7 +108,7 @@ struct MainQueueDoctorBlockedCallsTests {
             let scene = MainQueueDoctorBlockedCallsTests.scene(index)
             let go = DispatchSemaphore(value: 0)
             let blockAfterGo: @Sendable () -> Void = {
-                _ = go.wait(timeout: .now() + 30)
+                _ = go.wait(timeout: deadline())
                 scene.block()
             }
             // Main is busy first, so that a block `prepare` sends elsewhere cannot settle the doctor.

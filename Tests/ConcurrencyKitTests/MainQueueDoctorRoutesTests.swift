@@ -15,7 +15,7 @@ struct MainQueueDoctorRoutesTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardErrorContent]) { [route] in
             MainQueueDoctor.patience = .milliseconds(50)
             let spoken = DispatchSemaphore(value: 0)
-            DispatchQueue.main.async { _ = spoken.wait(timeout: .now() + 60) }  // main is busy: not drained
+            DispatchQueue.main.async { _ = spoken.wait(timeout: deadline()) }  // main is busy: not drained
             let value = QueueSafeValue(value: 0)
             switch route {
             case 0: CallbackQueue.mainAsync.execute {}
@@ -25,7 +25,7 @@ struct MainQueueDoctorRoutesTests {
             case 4: GCDQueue.main.after(0) {}
             default: value.async(performIn: .main).lowestPriority.set(accessClosure: { $0 += 1 })
             }
-            let limit = DispatchTime.now() + 30
+            let limit = deadline()
             while !MainQueueDoctor.probe.isSettled && DispatchTime.now() < limit { usleep(1_000) }
             spoken.signal()
             guard MainQueueDoctor.probe.isSettled else { exit(3) }
@@ -54,7 +54,7 @@ struct MainQueueDoctorRoutesTests {
                 accessClosure: { $0 += 1 },
                 completion: { _ in done.leave() }
             )
-            guard done.wait(timeout: .now() + 10) == .success else { exit(1) }
+            guard done.wait(timeout: deadline()) == .success else { exit(1) }
             guard !MainQueueDoctor.probe.hasWatchRunning else { exit(2) }
         }
     }

@@ -9,7 +9,7 @@ import Testing
 /// "A command's closure is a critical section: no other command of the same value runs until it ends" and "the
 /// blocks of one serial queue never run at the same time", checked with an ``OverlapDetector``: an unsynchronized
 /// counter (lost updates, and a ThreadSanitizer report) plus an atomic `inside` flag.
-@Suite("Contract properties: exclusion", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: exclusion", .serialized, .timeLimit(propertyTimeLimit))
 struct ExclusionPropertyTests {
     /// Burns a moment inside a section, so that an overlap has time to show.
     static func work(_ amount: Int) {
@@ -38,7 +38,7 @@ struct ExclusionPropertyTests {
             let seeds = (0..<(threads + tasks)).map { random.derived($0) }
             // The threads and the tasks issue at the same time.
             async let threadsDone = offPool {
-                runOnThreads(threads, seconds: 10) { index in
+                runOnThreads(threads, progress: { detector.progress }) { index in
                     var random = seeds[index]
                     for _ in 0..<perThread {
                         let highest = random.chance(50)
@@ -95,7 +95,7 @@ struct ExclusionPropertyTests {
                 }
             }
             let threadsFinished = await threadsDone
-            let asyncDone = await waitOffPool(asyncRan, seconds: 10)
+            let asyncDone = await offPool { waitForProgress(asyncRan) { detector.progress } }
             failures.expect(threadsFinished && asyncDone, "\(PropertyRun.failure("every command runs", round: round))")
             failures.expect(
                 detector.overlaps == 0,
@@ -123,7 +123,7 @@ struct ExclusionPropertyTests {
                 let sent = DispatchGroup()
                 let sections = Atomic<Int>(0)
                 let seeds = (0..<3).map { random.derived($0) }
-                let finished = runOnThreads(3, seconds: 10) { index in
+                let finished = runOnThreads(3, progress: { detector.progress }) { index in
                     var random = seeds[index]
                     for _ in 0..<60 {
                         let amount = Int.random(in: 0..<400, using: &random)
@@ -172,7 +172,7 @@ struct ExclusionPropertyTests {
                         }
                     }
                 }
-                let drained = sent.wait(timeout: deadline(10)) == .success
+                let drained = waitForProgress(sent) { detector.progress }
                 failures.expect(
                     finished && drained,
                     "\(PropertyRun.failure("every block runs (deadlock?)", round: round))"

@@ -10,10 +10,10 @@ import Testing
 
 /// "No object outlives its last user" and "releasing any object of this package is safe in every state": objects
 /// are dropped mid-flight and checked with deinit counts (``LifetimeProbe``) and weak references, with bounded waits.
-@Suite("Contract properties: lifetimes", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: lifetimes", .serialized, .timeLimit(propertyTimeLimit))
 struct LifetimePropertyTests {
     /// Waits for `group`, for at most `seconds`, without blocking the cooperative pool.
-    static func wait(_ group: DispatchGroup, seconds: Int = 5) async -> Bool {
+    static func wait(_ group: DispatchGroup, seconds: Int = patienceSeconds) async -> Bool {
         await waitOffPool(group, seconds: seconds)
     }
 
@@ -112,7 +112,7 @@ struct LifetimePropertyTests {
             let outcome = await Self.dropHolderMidFlight(round: round, random: &random, keepCommands: false)
             #expect(outcome.ran, "\(PropertyRun.failure("commands issued before the release still run", round: round))")
             let probe = outcome.probe
-            let released = await offPool { probe.allReleased(within: 2_000) }
+            let released = await offPool { probe.allReleased() }
             #expect(
                 released,
                 "\(PropertyRun.failure("the value and its commands' closures outlive no user", round: round)): \(outcome.probe.alive) objects alive"
@@ -128,7 +128,7 @@ struct LifetimePropertyTests {
             let outcome = await Self.dropHolderMidFlight(round: round, random: &random, keepCommands: true)
             #expect(outcome.ran, "\(PropertyRun.failure("commands issued before the release still run", round: round))")
             let probe = outcome.probe
-            let released = await offPool { probe.allReleased(within: 1_000) }
+            let released = await offPool { probe.allReleased() }
             #expect(
                 released,
                 "\(PropertyRun.failure("a kept command object keeps at most a husk, not the value", round: round)): \(outcome.probe.alive) objects alive"
@@ -169,13 +169,13 @@ struct LifetimePropertyTests {
             _ = await Self.wait(iterating)
             for value in 0..<Int.random(in: 0...5, using: &random) { subject?.send(value) }
             subject = nil
-            let allEnded = await Self.wait(ended, seconds: 2)
+            let allEnded = await Self.wait(ended)
             #expect(
                 allEnded,
                 "\(PropertyRun.failure("a `for await` over values ends when its subject is released", round: round))"
             )
             #expect(
-                await offPool { weak.released(within: 1_000) },
+                await offPool { weak.released() },
                 "\(PropertyRun.failure("a released subject is destroyed", round: round))"
             )
             if !allEnded { return }
@@ -200,7 +200,7 @@ struct LifetimePropertyTests {
                     started.enter()
                     let operation = ConcurrentOperation(name: "lifetime \(index)") { _ in
                         started.leave()
-                        _ = gate.wait(timeout: deadline(5))
+                        hold(until: gate)
                         withExtendedLifetime(token) {}
                     }
                     operations.append(WeakReference(operation))
@@ -210,17 +210,17 @@ struct LifetimePropertyTests {
                 _ = eventually { (queuer?.operations.filter(\.isExecuting).count ?? 0) >= min(2, count) }
                 queuer = nil
                 for _ in 0..<count { gate.signal() }
-                let allStarted = started.wait(timeout: deadline(5)) == .success
+                let allStarted = started.wait(timeout: deadline()) == .success
                 failures.expect(
                     allStarted,
                     "\(PropertyRun.failure("queued operations still run after the Queuer is released", round: round))"
                 )
                 failures.expect(
-                    weak.released(within: 2_000) && operations.allSatisfy { $0.released(within: 2_000) },
+                    weak.released() && operations.allSatisfy { $0.released() },
                     "\(PropertyRun.failure("a released Queuer and its finished operations are destroyed", round: round))"
                 )
                 failures.expect(
-                    probe.allReleased(within: 1_000),
+                    probe.allReleased(),
                     "\(PropertyRun.failure("operation blocks are released with their operations", round: round))"
                 )
             }
@@ -267,11 +267,11 @@ struct LifetimePropertyTests {
                 scheduler = nil
                 withExtendedLifetime((timer, scheduler)) {}
                 failures.expect(
-                    weak.released(within: 2_000) && weakScheduler.released(within: 2_000),
+                    weak.released() && weakScheduler.released(),
                     "\(PropertyRun.failure("a released timer or scheduler is destroyed (state \(state))", round: round))"
                 )
                 failures.expect(
-                    probe.allReleased(within: 2_000),
+                    probe.allReleased(),
                     "\(PropertyRun.failure("a released timer releases its handler (state \(state))", round: round))"
                 )
                 let count = fired.load(ordering: .relaxed)
@@ -315,7 +315,7 @@ struct LifetimePropertyTests {
                     )
                 default:
                     onNewThread {
-                        _ = waiting.wait(.now() + .seconds(5))
+                        _ = waiting.wait(deadline())
                         left.leave()
                     }
                 }
@@ -329,7 +329,7 @@ struct LifetimePropertyTests {
             let allLeft = await Self.wait(left)
             #expect(allLeft, "\(PropertyRun.failure("every waiter returns", round: round))")
             #expect(
-                await offPool { weak.released(within: 1_000) },
+                await offPool { weak.released() },
                 "\(PropertyRun.failure("a semaphore is destroyed once its waiters have left", round: round))"
             )
         }

@@ -9,7 +9,7 @@ import Testing
 /// `manualFinish` lasts until its `finish`; an `AsyncOperation` attempt until its body returns), the operation never
 /// finishes while an attempt runs, and every operation finishes — with retries, manual retry, late and duplicate
 /// finishes, and `cancel()` racing the end of an attempt.
-@Suite("Contract properties: operation attempts", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: operation attempts", .serialized, .timeLimit(propertyTimeLimit))
 struct OperationAttemptPropertyTests {
     /// One operation under test and what was seen of it.
     final class Subject: Sendable {
@@ -96,7 +96,7 @@ struct OperationAttemptPropertyTests {
                             return
                         }
                         // retry() while the attempt still runs does nothing (the contract): wait until it waits.
-                        let limit = DispatchTime.now() + .seconds(2)
+                        let limit = deadline()
                         while !operation.isWaitingForRetry && !operation.isFinished && DispatchTime.now() < limit {}
                         for _ in 0..<delay { ended.pause() }
                         operation.retry()
@@ -189,15 +189,14 @@ struct OperationAttemptPropertyTests {
                     queuer.addOperation(subject.operation)
                 }
                 // A hang is what this bound is for: on two busy cores, with every other suite running, a round of 24
-                // operations has taken over 3 s, so the bound is wide.
-                let limit = DispatchTime.now() + .seconds(15)
-                while !subjects.allSatisfy({ $0.operation.isFinished }) && DispatchTime.now() < limit {
-                    Thread.sleep(forTimeInterval: 0.000_5)
+                // operations has taken over 3 s, so it bounds the time in which no operation finishes, not the round.
+                _ = waitForProgress(progress: { subjects.count { $0.operation.isFinished } }) {
+                    subjects.allSatisfy { $0.operation.isFinished }
                 }
                 for subject in subjects {
                     var rule: String?
                     if !subject.operation.isFinished {
-                        rule = "every operation finishes (not within 15 s)"
+                        rule = "every operation finishes (none finished for \(stallSeconds) s)"
                     } else if subject.attempts.overlaps > 0 {
                         rule = "the attempts of one operation never overlap (\(subject.attempts.overlaps) overlaps)"
                     } else if subject.finishedDuringAttempt.value {
@@ -224,7 +223,7 @@ struct OperationAttemptPropertyTests {
             let queuer = Queuer(name: "props.operations.cancel", maxConcurrentOperationCount: 4)
             let seeds = (0..<4).map { random.derived($0) }
             let stuck = AtomicBox<[String]>([])
-            let finished = runOnThreads(4, seconds: 20) { index in
+            let finished = runOnThreads(4) { index in
                 var random = seeds[index]
                 for number in 0..<perThread {
                     let ended = SpinFlag()
@@ -242,7 +241,7 @@ struct OperationAttemptPropertyTests {
                     guard ended.spin(until: 1) else { break }
                     for _ in 0..<Int.random(in: 0..<300, using: &random) { ended.pause() }
                     operation.cancel()
-                    let limit = DispatchTime.now() + .seconds(2)
+                    let limit = deadline()
                     while !operation.isFinished && DispatchTime.now() < limit { Thread.sleep(forTimeInterval: 0.000_1) }
                     if !operation.isFinished {
                         let state =
@@ -257,7 +256,7 @@ struct OperationAttemptPropertyTests {
             let unfinished = stuck.value
             failures.expect(
                 unfinished.isEmpty,
-                "\(PropertyRun.failure("every operation finishes after cancel()")): not within 2 s: \(unfinished)"
+                "\(PropertyRun.failure("every operation finishes after cancel()")): not within \(patienceSeconds) s: \(unfinished)"
             )
         }
         report(failures)

@@ -18,7 +18,7 @@ import Testing
 ///   (`observeWaitingCommands`): from then on it is pending, whatever it does while it waits. That test releases the
 ///   value at the worst moment: while the earlier command waits and a later one has just begun to.
 /// ``CommandOrderChecker`` then checks the history.
-@Suite("Contract properties: priority, then FIFO", .timeLimit(.minutes(1)))
+@Suite("Contract properties: priority, then FIFO", .timeLimit(propertyTimeLimit))
 struct PriorityOrderPropertyTests {
     /// Holds the value with an `async` manual-completion command (id 0) until ``release()``.
     final class Hold: Sendable {
@@ -37,7 +37,7 @@ struct PriorityOrderPropertyTests {
             history.record("issued", 0, 1)
         }
 
-        func isHolding() -> Bool { self.started.wait(timeout: deadline(5)) == .success }
+        func isHolding() -> Bool { self.started.wait(timeout: deadline()) == .success }
 
         func release() {
             self.history.record("end", 0, 1)
@@ -109,10 +109,10 @@ struct PriorityOrderPropertyTests {
                 let releaseAfter = Int.random(in: 0...total, using: &random)
                 let issuedCount = Atomic<Int>(0)
                 let seeds = (0...issuers).map { random.derived($0) }
-                let finished = runOnThreads(issuers + 1, seconds: 5) { index in
+                let finished = runOnThreads(issuers + 1, progress: { history.count }) { index in
                     var random = seeds[index]
                     if index == issuers {
-                        let limit = deadline(5)
+                        let limit = deadline()
                         while issuedCount.load(ordering: .acquiring) < releaseAfter && DispatchTime.now() < limit {}
                         deepest.store(
                             max(deepest.load(ordering: .relaxed), value.waitingCommandCount),
@@ -160,7 +160,7 @@ struct PriorityOrderPropertyTests {
                         issuedCount.add(1, ordering: .releasing)
                     }
                 }
-                let allRan = finished && ran.wait(timeout: deadline(5)) == .success
+                let allRan = finished && waitForProgress(ran) { history.count }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
             let pending = deepest.load(ordering: .relaxed)
@@ -254,7 +254,7 @@ struct PriorityOrderPropertyTests {
                 history.record("issuing", id, highest ? 1 : 0)
                 _ = issue(id, highest)
             }
-            let allRan = await waitOffPool(ran)
+            let allRan = await offPool { waitForProgress(ran) { history.count } }
             if !Self.check(history, round: round, finished: allRan, failures) { return }
             // "A suspend command whose task is cancelled while it waits returns .failure(.cancelled) ... without
             // waiting for the value": exactly the cancelled ones leave the queue, and none of them runs.
@@ -315,7 +315,7 @@ struct PriorityOrderPropertyTests {
                     }
                     ran.leave()
                 }
-                let allRan = ran.wait(timeout: deadline(5)) == .success
+                let allRan = waitForProgress(ran) { history.count }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }
         }
@@ -371,7 +371,7 @@ struct PriorityOrderPropertyTests {
                     }
                     ran.leave()
                 }
-                let allRan = ran.wait(timeout: deadline(5)) == .success
+                let allRan = waitForProgress(ran) { history.count }
                 if !allRan { earlierIsWaiting.store(true, ordering: .releasing) }
                 if !Self.check(history, round: round, finished: allRan, failures) { return }
             }

@@ -13,7 +13,7 @@ import Testing
 /// run on queues of random width with a cancelled group beside them; every link checks, as it starts, that every
 /// earlier link of its chain has finished, and the completion that every link has. `run` calls wait on a paused or
 /// busy queue and some are cancelled at random moments; each cancelled one must return before the queue moves.
-@Suite("Contract properties: queuer chains and run", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: queuer chains and run", .serialized, .timeLimit(propertyTimeLimit))
 struct QueuerPropertyTests {
     /// What the links of one chain saw.
     final class Chain: Sendable {
@@ -139,7 +139,7 @@ struct QueuerPropertyTests {
             } else {
                 // The one slot is busy until the round unblocks it.
                 queuer.addOperation(
-                    ConcurrentOperation(name: "busy") { _ in _ = unblock.wait(timeout: .now() + .seconds(5)) }
+                    ConcurrentOperation(name: "busy") { _ in hold(until: unblock) }
                 )
             }
             let bodies = AtomicBox(0)
@@ -174,11 +174,8 @@ struct QueuerPropertyTests {
                     return outcome
                 }
             }
-            let limit = DispatchTime.now() + .seconds(2)
-            while returned.value < cancelled.count && DispatchTime.now() < limit {
-                try? await Task.sleep(for: .microseconds(200))
-            }
-            let prompt = returned.value == cancelled.count
+            // The queue does not move until the round unblocks it: a call that waited for it would never come back.
+            let prompt = await suspendUntil { returned.value == cancelled.count }
             let promptRule = PropertyRun.failure("a cancelled run returns before the queue moves", round: round)
             let queueState = paused ? "paused" : "busy"
             #expect(prompt, "\(promptRule): \(cancelled.count - returned.value) stuck, queue \(queueState)")

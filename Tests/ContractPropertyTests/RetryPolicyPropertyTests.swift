@@ -7,7 +7,7 @@ import Testing
 ///
 /// Random exponential policies (zero or positive initial waits, multipliers from 1 to 10, jitter or none) are asked
 /// for the wait before random retry numbers, small and huge, in random order.
-@Suite("Contract properties: retry policy waits", .timeLimit(.minutes(1)))
+@Suite("Contract properties: retry policy waits", .timeLimit(propertyTimeLimit))
 struct RetryPolicyPropertyTests {
     @Test("an exponential policy's waits are in [0, maximum], grow with the retry number, and stay 0 from 0")
     func exponentialWaitsAreBounded() {

@@ -10,7 +10,7 @@ import Testing
 /// Blocking waits with timeouts, async waits with timeouts, and
 /// async waits that get cancelled race signals from threads and tasks; afterwards the permits left must be exactly
 /// `initial + signals − successful waits`.
-@Suite("Contract properties: semaphore permits", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: semaphore permits", .serialized, .timeLimit(propertyTimeLimit))
 struct SemaphorePropertyTests {
     /// Counts what the workers did.
     final class Tally: Sendable {
@@ -38,7 +38,7 @@ struct SemaphorePropertyTests {
             let seeds = (0..<6).map { random.derived($0) }
             let threadsDone = DispatchSemaphore(value: 0)
             onNewThread {
-                let finished = runOnThreads(2, seconds: 10) { index in
+                let finished = runOnThreads(2) { index in
                     var random = seeds[index]
                     for _ in 0..<60 {
                         if random.chance(45) {
@@ -81,7 +81,7 @@ struct SemaphorePropertyTests {
                     }
                 }
             }
-            let threadsFinished = await waitOffPool(threadsDone, seconds: 10)
+            let threadsFinished = await waitOffPool(threadsDone)
             #expect(threadsFinished, "\(PropertyRun.failure("every blocking wait returns", round: round))")
             #expect(
                 await suspendUntil { semaphore.waiterCount == 0 },
@@ -139,7 +139,7 @@ struct SemaphorePropertyTests {
             var granted = 0
             for task in tasks where await task.value { granted += 1 }
             allEnded.store(true, ordering: .relaxed)
-            let signallerStopped = await waitOffPool(signaller, seconds: 5)
+            let signallerStopped = await waitOffPool(signaller)
             #expect(signallerStopped, "\(PropertyRun.failure("the signalling thread stops", round: round))")
             let released = await suspendUntil { CountingSemaphore.liveTimedWaits - before < waits / 2 }
             let rule = PropertyRun.failure("a granted or cancelled timed wait releases its timer at once", round: round)

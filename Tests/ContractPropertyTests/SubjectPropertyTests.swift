@@ -8,7 +8,7 @@ import Testing
 /// CallbackSubject: "calls to one subscriber never overlap and follow send order, whatever its route", every value
 /// comes before the completion, and "no receiveValue/receiveCompletion call starts after cancel() returns"
 /// (`cancel()` does not wait for a call already running on another thread).
-@Suite("Contract properties: subjects", .serialized, .timeLimit(.minutes(1)))
+@Suite("Contract properties: subjects", .serialized, .timeLimit(propertyTimeLimit))
 struct SubjectPropertyTests {
     /// What one subscriber received, kept in unsynchronized storage: the subject must order the calls.
     final class Received: @unchecked Sendable {
@@ -75,7 +75,7 @@ struct SubjectPropertyTests {
                 }
                 let seeds = (0...Self.senders).map { random.derived($0) }
                 let routes = Self.routes(round + 1_000)
-                let finished = runOnThreads(Self.senders + 1, seconds: 10) { index in
+                let finished = runOnThreads(Self.senders + 1) { index in
                     var random = seeds[index]
                     if index == Self.senders {
                         // Subscribers that join mid-stream: in order from where they joined, and the completion last.
@@ -100,7 +100,7 @@ struct SubjectPropertyTests {
                 subject.send(completion: .finished)
                 let all = received + lateSubscribers.value.map { ($0.0, $0.1) }
                 for (name, box) in all {
-                    let completed = box.completed.wait(timeout: deadline(5)) == .success
+                    let completed = box.completed.wait(timeout: deadline()) == .success
                     let rule = Self.violation(box, completed: completed)
                     failures.expect(
                         rule == nil,
@@ -173,7 +173,7 @@ struct SubjectPropertyTests {
                 let cancelOrder = routes.indices.shuffled(using: &random)
                 let pauses = cancelOrder.map { _ in Int.random(in: 0..<3_000, using: &random) }
                 let stop = Atomic<Bool>(false)
-                let finished = runOnThreads(3, seconds: 10) { index in
+                let finished = runOnThreads(3) { index in
                     if index == 2 {
                         for (position, subscriber) in cancelOrder.enumerated() {
                             for _ in 0..<pauses[position] { SpinFlag().pause() }
@@ -388,17 +388,14 @@ struct SubjectPropertyTests {
                 subscriptions.mutate { $0 = made }
                 subject.send(1)
                 subject.send(2)
-                let limit = DispatchTime.now() + .seconds(2)
-                while (arrivals.load(ordering: .relaxed) == 0
-                    || returned.load(ordering: .relaxed) < arrivals.load(ordering: .relaxed))
-                    && DispatchTime.now() < limit
-                {
-                    Thread.sleep(forTimeInterval: 0.000_2)
+                _ = waitForProgress(progress: { returned.load(ordering: .relaxed) }) {
+                    arrivals.load(ordering: .relaxed) > 0
+                        && returned.load(ordering: .relaxed) >= arrivals.load(ordering: .relaxed)
                 }
                 let stuck = arrivals.load(ordering: .relaxed) - returned.load(ordering: .relaxed)
                 failures.expect(
                     arrivals.load(ordering: .relaxed) > 0 && stuck == 0,
-                    "\(PropertyRun.failure("cancel() never waits for a running callback (deadlock)", round: round)): \(stuck) of \(arrivals.load(ordering: .relaxed)) callbacks stuck in cancel() after 2 s"
+                    "\(PropertyRun.failure("cancel() never waits for a running callback (deadlock)", round: round)): \(stuck) of \(arrivals.load(ordering: .relaxed)) callbacks stuck in cancel(), none returning for \(stallSeconds) s"
                 )
                 // The callbacks hold the box that holds their subscriptions: break that cycle (LeakSanitizer saw it).
                 subscriptions.mutate { $0 = [] }

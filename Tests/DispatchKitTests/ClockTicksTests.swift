@@ -10,7 +10,7 @@ struct ClockTicksTests {
     @Test("ticks come one interval apart from the start of the loop, each at its due instant")
     func ticksOnSchedule() async throws {
         let clock = TestClock(now: TestClock.Instant(offset: .seconds(100)))
-        let ticks = try await clock.run {
+        let ticks = try await clock.run(timeout: patienceLimit) {
             var ticks: [Duration] = []
             for await tick in ClockTicks(every: .seconds(2), clock: clock) {
                 ticks.append(tick.offset)
@@ -29,7 +29,7 @@ struct ClockTicksTests {
             var iterator = ClockTicks(every: .seconds(1), clock: clock).makeAsyncIterator()
             return await iterator.next()
         }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: .seconds(1) - .nanoseconds(1))
         #expect(clock.deadlines.count == 1, "the loop still sleeps")
         clock.advance(by: .nanoseconds(1))
@@ -46,7 +46,7 @@ struct ClockTicksTests {
             var iterator = iterator
             return await iterator.next()
         }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         #expect(clock.deadlines == [TestClock.Instant(offset: .seconds(5))])
         clock.advance(by: .milliseconds(500))
         #expect(await next.value?.offset == .seconds(5))
@@ -60,9 +60,9 @@ struct ClockTicksTests {
             for await _ in ClockTicks(every: .seconds(1), clock: clock) { count += 1 }
             return count
         }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: .seconds(1))
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         loop.cancel()
         #expect(clock.deadlines.isEmpty)
         #expect(await loop.value == 1)
@@ -80,7 +80,7 @@ struct ClockTicksTests {
                 if board.ticks.count == 3 { break }
             }
         }
-        try await clock.run { await loop.value }
+        try await clock.run(timeout: patienceLimit) { await loop.value }
         #expect(board.ticks == [.seconds(1), .seconds(2), .seconds(3)])
     }
 

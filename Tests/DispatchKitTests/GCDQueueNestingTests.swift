@@ -130,7 +130,7 @@ struct GCDQueueNestingTests {
             let a = GCDQueue(name: "test.nesting.hop.a")
             let b = GCDQueue(name: "test.nesting.hop.b")
             let seen = AtomicBox<[String]>([])
-            let finished = runOnThreads(1, seconds: 10) { _ in
+            let finished = runOnThreads(1) { _ in
                 a.sync {
                     GCDQueue.default.sync {
                         a.sync {
@@ -155,7 +155,7 @@ struct GCDQueueNestingTests {
         try await offPoolTest { checks in
             let c = GCDQueue(name: "test.nesting.hops.c", kind: .concurrent)
             let seen = AtomicBox<[Bool]>([])
-            let finished = runOnThreads(1, seconds: 10) { _ in
+            let finished = runOnThreads(1) { _ in
                 c.sync {
                     GCDQueue.default.sync {
                         c.sync {

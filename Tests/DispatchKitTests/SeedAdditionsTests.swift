@@ -34,16 +34,16 @@ struct SeedAdditionsTests {
     func scheduleWithDate() async {
         let fired = CountingSemaphore()
         let once = GCDTimer.scheduleWithDate(.now() + 0.02, onQueue: GCDQueue(name: "test.date")) { fired.signal() }
-        #expect(await fired.wait(timeout: .seconds(10)))
+        #expect(await fired.wait(timeout: patienceLimit))
         #expect(await suspendUntil { !once.isRunning }, "a one-shot is finished after its fire")
         let ticks = CountingSemaphore()
         let repeating = GCDTimer.scheduleWithDate(.now(), repeating: 0.001) { ticks.signal() }
-        for _ in 0..<3 { #expect(await ticks.wait(timeout: .seconds(10))) }
+        for _ in 0..<3 { #expect(await ticks.wait(timeout: patienceLimit)) }
         #expect(repeating.isRunning)
         repeating.stop()
         let past = CountingSemaphore()
         let late = GCDTimer.scheduleWithDate(.now() - 60) { past.signal() }
-        #expect(await past.wait(timeout: .seconds(10)), "a date in the past fires at once")
+        #expect(await past.wait(timeout: patienceLimit), "a date in the past fires at once")
         withExtendedLifetime(late) {}
     }
 

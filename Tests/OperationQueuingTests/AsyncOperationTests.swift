@@ -99,7 +99,7 @@ struct AsyncOperationTests {
         operation.maximumRetries = 5
         operation.retryPolicy = policy
         queuer.addOperation(operation)
-        #expect(await third.wait(timeout: .seconds(10)), "the third attempt did not start")
+        #expect(await third.wait(timeout: patienceLimit), "the third attempt did not start")
         operation.cancel()
         #expect(await suspendUntil { operation.isFinished }, "finished long before the sleep's end")
         #expect(operation.error is CancellationError)

@@ -131,7 +131,7 @@ struct ConcurrentOperationTests {
                 let operation = ConcurrentOperation { _ in started.signal() }
                 operation.manualFinish = true
                 queuer.addOperation(operation)
-                guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
+                guard started.wait(timeout: deadline()) == .success else { exit(2) }
                 let before = processCPUTime()
                 _ = CountingSemaphore().wait(.now() + .milliseconds(300))  // 300 ms in which nothing should run
                 let used = processCPUTime() - before
@@ -554,7 +554,7 @@ struct ConcurrentOperationAttemptTests {
             // would otherwise wait for a retry() forever, with automatic retry for an hour. Four racing pairs on two
             // cores, so that threads are also preempted at the worst moment.
             let stuck = AtomicBox(0)
-            let ran = runOnThreads(4, seconds: 50) { index in
+            let ran = runOnThreads(4) { index in
                 let flag = SpinFlag()
                 let queuer = Queuer(name: "test.cancelrace.\(index)")
                 for round in 1...1_500 {
@@ -573,7 +573,7 @@ struct ConcurrentOperationAttemptTests {
                         operation.cancel()
                     }
                     queuer.addOperation(operation)
-                    guard finished.wait(timeout: deadline(5)) == .success else {
+                    guard finished.wait(timeout: deadline()) == .success else {
                         stuck.mutate { $0 += 1 }
                         return
                     }

@@ -120,9 +120,9 @@ struct OperationLifetimeTests {
             }
             gate.signal()
         }
-        // Longer than `suspendUntil`: under a sanitizer, beside other suites, the last retries and bodies take a
-        // while. The test suspends between looks, so that the async bodies it waits for can run.
-        let limit = deadline(40)
+        // Under a sanitizer, beside other suites, the last retries and bodies take a while. The test suspends between
+        // looks, so that the async bodies it waits for can run.
+        let limit = deadline()
         var freed = false
         while !freed, DispatchTime.now() < limit, !Task.isCancelled {  // a cancelled sleep would spin
             freed = references.value.allSatisfy { $0.operation == nil }

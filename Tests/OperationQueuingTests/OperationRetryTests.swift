@@ -202,12 +202,12 @@ struct OperationRetryTests {
         operation.retryClock = clock
         let started = ContinuousClock.now
         queuer.addOperation(operation)
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         #expect(clock.deadlines.map(\.offset) == [.seconds(1_800)])
         clock.advance(by: .seconds(1_800) - .nanoseconds(1))
         #expect(operation.currentAttempt == 1, "not a nanosecond early")
         clock.advance(by: .nanoseconds(1))
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         #expect(operation.currentAttempt == 2)
         #expect(clock.deadlines.map(\.offset) == [.seconds(5_400)], "then an hour")
         clock.advance(by: .seconds(3_600))
@@ -231,7 +231,7 @@ struct OperationRetryTests {
         operation.retryPolicy = .constant(.seconds(1))
         operation.retryClock = clock
         queuer.addOperation(operation)
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: .seconds(1))
         await queuer.waitForAll()
         #expect(inTask.value == [false, false])
@@ -248,7 +248,7 @@ struct OperationRetryTests {
             operation.retryClock = clock
             weakOperation = operation
             queuer.addOperation(operation)
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             operation.cancel()
             #expect(operation.isFinished, "finished inside cancel()")
             #expect(operation.currentAttempt == 1)
@@ -273,7 +273,7 @@ struct OperationRetryTests {
             queuer.addOperation(operation)
             var delays: [Duration] = []
             for _ in 1...4 {
-                try await clock.waitForSleepers(1)
+                try await clock.waitForSleepers(1, timeout: patienceLimit)
                 let delay = clock.now.duration(to: clock.deadlines[0])
                 delays.append(delay)
                 clock.advance(by: delay)

@@ -69,9 +69,9 @@ struct QueuerRunTests {
         let blocking = DispatchSemaphore(value: 0)
         queuer.addOperation {
             blocking.signal()
-            _ = release.wait(timeout: deadline(40))  // well past the calls' ten seconds
+            hold(until: release)
         }
-        #expect(await waitOffPool(blocking, seconds: 10))
+        #expect(await waitOffPool(blocking))
         let ran = AtomicBox(0)
         let calls = (0..<3).map { _ in
             AwaitedRun(queuer) {

@@ -358,12 +358,12 @@ struct QueuerTests {
                     let queuer = Queuer(name: "test.release.dependents", maxConcurrentOperationCount: 2)
                     let running = ConcurrentOperation { _ in
                         started.signal()
-                        _ = release.wait(timeout: .now() + 10)
+                        hold(until: release)
                     }
                     running.completionBlock = { finished.signal() }
                     let links: [Operation] = [running] + (0..<3).map { _ in ConcurrentOperation { _ in } }
                     queuer.addChainedOperations(links) {}
-                    guard started.wait(timeout: .now() + 10) == .success else { exit(2) }
+                    guard started.wait(timeout: deadline()) == .success else { exit(2) }
                     queuer.addCompletionHandler {}
                     queuer.cancelAll()
                     // Until the cancelled ones have finished and left the queue: only `running` is left.
@@ -373,7 +373,7 @@ struct QueuerTests {
                 let litter = (0..<64).map { _ in [UInt8](repeating: 0xAB, count: 160) }
                 release.signal()
                 withExtendedLifetime(litter) {}
-                guard finished.wait(timeout: .now() + 10) == .success else { exit(4) }
+                guard finished.wait(timeout: deadline()) == .success else { exit(4) }
             }
         }
     }
@@ -392,7 +392,7 @@ struct QueuerTests {
                     queuer.addChainedOperations(links) { done.signal() }
                     for (index, link) in links.enumerated() where !index.isMultiple(of: 3) { link.cancel() }
                 }
-                guard done.wait(timeout: .now() + 10) == .success else { exit(2) }
+                guard done.wait(timeout: deadline()) == .success else { exit(2) }
             }
         }
     }

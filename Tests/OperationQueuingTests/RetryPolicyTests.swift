@@ -123,7 +123,7 @@ struct RetryPolicyTests {
         operation.retryClock = clock
         queuer.addOperation(operation)
         for delay in [20, 40] {
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             clock.advance(by: .milliseconds(delay))
         }
         await queuer.waitForAll()

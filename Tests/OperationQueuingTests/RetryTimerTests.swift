@@ -16,7 +16,7 @@ struct RetryTimerTests {
             inTask.mutate { $0 = withUnsafeCurrentTask { $0 != nil } }
             fired.signal()
         }
-        #expect(await fired.wait(timeout: .seconds(10)))
+        #expect(await fired.wait(timeout: patienceLimit))
         #expect(inTask.value == false)
         timer.cancel()
     }
@@ -26,7 +26,7 @@ struct RetryTimerTests {
         let clock = TestClock()
         let fired = AtomicBox(0)
         let onTestClock = RetryTimer(after: .seconds(5), on: clock, queue: .global()) { fired.mutate { $0 += 1 } }
-        try await clock.waitForSleepers(1)
+        try await clock.waitForSleepers(1, timeout: patienceLimit)
         onTestClock.cancel()
         #expect(await suspendUntil { clock.deadlines.isEmpty })
         clock.advance(by: .seconds(5))
@@ -40,12 +40,12 @@ struct RetryTimerTests {
         }
         let deadlinePassed = CountingSemaphore()
         DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(20)) { deadlinePassed.signal() }
-        #expect(await deadlinePassed.wait(timeout: .seconds(10)))
+        #expect(await deadlinePassed.wait(timeout: patienceLimit))
         continuous.cancel()
         held.resume()
         let flushed = CountingSemaphore()
         held.async { flushed.signal() }
-        #expect(await flushed.wait(timeout: .seconds(10)))
+        #expect(await flushed.wait(timeout: patienceLimit))
         #expect(fired.value == 0)
     }
 

@@ -54,7 +54,7 @@ struct ManualCompletionDoctorTests {
                 ledger.entries += 1
                 kept.mutate { $0 = done }  // returns without calling done
             })
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             clock.advance(by: Self.patience - .nanoseconds(1))
             #expect(clock.deadlines.count == 1, "the check still waits")
             #expect(found.value.isEmpty)
@@ -93,7 +93,7 @@ struct ManualCompletionDoctorTests {
                 })
             }
             #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(20))
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             #expect(clock.deadlines == [clock.now.advanced(by: Self.patience)])
             // The forgotten command comes at 5 s: the timer finds it at 10 s not yet due, and sets itself again.
             clock.advance(by: .seconds(5))
@@ -103,7 +103,7 @@ struct ManualCompletionDoctorTests {
             #expect(await suspendUntil { kept.value != nil })
             await offPool { queue.sync {} }  // the command's job, which notes it for the watch, has ended
             clock.advance(by: .seconds(5))
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             #expect(clock.deadlines == [clock.now.advanced(by: .seconds(5))], "set again for the forgotten command")
             #expect(found.value.isEmpty)
             clock.advance(by: .seconds(5))
@@ -130,7 +130,7 @@ struct ManualCompletionDoctorTests {
                     })
                 }
             }
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             clock.advance(by: Self.patience)
             #expect(await suspendUntil { found.value.count == 1 }, "no report")
             kept.value?()
@@ -160,14 +160,14 @@ struct ManualCompletionDoctorTests {
             })
             #expect(await value.suspend.lowestPriority.get().map(\.entries) == .success(2))
             // The first command's check comes at 10 s, and finds its done.
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             clock.advance(by: Self.patience)
             // The witness: a forgotten command after them. The value has one check at a time, so its report comes
             // after the check above: if that check had reported, it would be here first.
             let kept = AtomicBox<CommandCompletionClosure?>(nil)
             let line: UInt = #line + 1
             value.async(performIn: queue).lowestPriority.set(manualCompletion: { _, done in kept.mutate { $0 = done } })
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             clock.advance(by: Self.patience)
             #expect(await suspendUntil { found.value.count == 1 })
             kept.value?()
@@ -200,7 +200,7 @@ struct ManualCompletionDoctorTests {
             value.async(performIn: queue).lowestPriority.get(manualCompletion: { _, done in
                 witness.mutate { $0 = done }
             })
-            try await clock.waitForSleepers(1)
+            try await clock.waitForSleepers(1, timeout: patienceLimit)
             #expect(clock.deadlines == [clock.now.advanced(by: Self.patience)], "the first command set no check")
             clock.advance(by: Self.patience)
             #expect(await suspendUntil { found.value.count == 1 })

@@ -317,7 +317,7 @@ struct QueueSafeValueReleaseTests {
         let taskC = Task { await commandC.map { _ in 0 } }
         #expect(await suspendUntil { holder!.waitingCommandCount == 2 })
         holdA.release()
-        #expect(await waitOffPool(startedB, seconds: 10))
+        #expect(await waitOffPool(startedB))
         taskC.cancel()
         #expect(await taskC.value == .failure(.cancelled))
         doneB.value?()

@@ -92,7 +92,7 @@ struct QueueSafeValueSuspendTests {
                 }
             }
         }
-        #expect(await waitOffPool(asyncDone, seconds: 30))
+        #expect(await waitOffPool(asyncDone))
         #expect(await value.suspend.lowestPriority.get() == .success(2 * workers * perWorker))
     }
 }
@@ -127,7 +127,7 @@ struct QueueSafeValueHandOverTests {
                 }
             }
         }
-        for _ in 0..<2 { #expect(await waitOffPool(threadsDone, seconds: 60)) }
+        for _ in 0..<2 { #expect(await waitOffPool(threadsDone)) }
         #expect(await offPool { value.wait.lowestPriority.get() } == .success(4 * rounds))
     }
 
@@ -164,10 +164,10 @@ struct QueueSafeValueHandOverTests {
                 for _ in 0..<(round % 64) { go.pause() }  // sweep the moment of issue across the window
                 schedule.set(accessClosure: { $0 += 1 }, completion: { _ in order.mutate { $0.append(2 * round + 1) } })
             }
-            checks.expect(finished.wait(timeout: deadline(30)) == .success)
+            checks.expect(finished.wait(timeout: deadline()) == .success)
             let drained = DispatchSemaphore(value: 0)
             schedule.get { _ in drained.signal() }
-            checks.expect(drained.wait(timeout: deadline(30)) == .success)
+            checks.expect(drained.wait(timeout: deadline()) == .success)
             let recorded = order.value
             checks.expect(recorded.count == 2 * rounds)
             let misordered = zip(recorded, recorded.dropFirst()).filter { $0 > $1 }.count

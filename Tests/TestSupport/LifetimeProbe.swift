@@ -39,10 +39,10 @@ public final class LifetimeProbe: Sendable {
     /// How many tracked objects are still alive.
     public var alive: Int { self.made.value - self.deinits.value }
 
-    /// Waits, for at most `milliseconds`, until every tracked object has been destroyed.
+    /// Waits, for at most `milliseconds` (by default ``patienceSeconds``), until every tracked object has been destroyed.
     ///
     /// - Returns: `false` if some were still alive at the deadline.
-    public func allReleased(within milliseconds: Int = 2_000) -> Bool {
+    public func allReleased(within milliseconds: Int = patienceSeconds * 1_000) -> Bool {
         let limit = DispatchTime.now() + .milliseconds(milliseconds)
         while self.alive > 0 {
             if DispatchTime.now() > limit { return false }
@@ -66,10 +66,10 @@ public struct WeakReference<Object: AnyObject>: @unchecked Sendable {
     /// Whether the object has been destroyed.
     public var isReleased: Bool { self.referent == nil }
 
-    /// Waits, for at most `milliseconds`, until the object has been destroyed.
+    /// Waits, for at most `milliseconds` (by default ``patienceSeconds``), until the object has been destroyed.
     ///
     /// - Returns: `false` if it was still alive at the deadline.
-    public func released(within milliseconds: Int = 2_000) -> Bool {
+    public func released(within milliseconds: Int = patienceSeconds * 1_000) -> Bool {
         let limit = DispatchTime.now() + .milliseconds(milliseconds)
         while !self.isReleased {
             if DispatchTime.now() > limit { return false }

@@ -24,7 +24,7 @@ public func offPool<Result: Sendable>(_ body: @escaping @Sendable () -> Result) 
 /// Waits for `group`, for at most `seconds`, on a thread of its own, without blocking the cooperative pool.
 ///
 /// - Returns: `false` if the group had not emptied within `seconds`.
-public func waitOffPool(_ group: DispatchGroup, seconds: Int = 5) async -> Bool {
+public func waitOffPool(_ group: DispatchGroup, seconds: Int = patienceSeconds) async -> Bool {
     await offPool { group.wait(timeout: deadline(seconds)) == .success }
 }
 
@@ -62,7 +62,7 @@ public final class PropertyFailures: Sendable {
 /// Waits for `semaphore`, for at most `seconds`, on a thread of its own, without blocking the cooperative pool.
 ///
 /// - Returns: `false` if it was not signalled within `seconds`.
-public func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Int = 5) async -> Bool {
+public func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Int = patienceSeconds) async -> Bool {
     await offPool { semaphore.wait(timeout: deadline(seconds)) == .success }
 }
 
@@ -72,7 +72,7 @@ public func waitOffPool(_ semaphore: DispatchSemaphore, seconds: Int = 5) async 
 /// - Returns: `false` if they had not all returned within `seconds`.
 public func runOnThreadsOffPool(
     _ count: Int,
-    seconds: Int = 30,
+    seconds: Int = patienceSeconds,
     _ body: @escaping @Sendable (Int) -> Void
 ) async -> Bool {
     await offPool { runOnThreads(count, seconds: seconds, body) }

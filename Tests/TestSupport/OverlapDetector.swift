@@ -11,6 +11,7 @@ public final class OverlapDetector: @unchecked Sendable {
     private var counter = 0
     private let inside = Atomic<Bool>(false)
     private let overlapCount = Atomic<Int>(0)
+    private let ended = Atomic<Int>(0)
 
     /// Creates a detector with no section run yet.
     public init() {}
@@ -26,6 +27,7 @@ public final class OverlapDetector: @unchecked Sendable {
     /// Ends the section started by ``begin()``, possibly on another thread.
     public func end() {
         self.inside.store(false, ordering: .releasing)
+        self.ended.add(1, ordering: .relaxed)
     }
 
     /// Runs `body` as one section.
@@ -40,6 +42,10 @@ public final class OverlapDetector: @unchecked Sendable {
 
     /// How many sections found another one inside when they started.
     public var overlaps: Int { self.overlapCount.load(ordering: .relaxed) }
+
+    /// How many sections have ended so far, counted atomically: the run's progress, readable while it runs, for
+    /// ``waitForProgress(_:stillFor:progress:)``.
+    public var progress: Int { self.ended.load(ordering: .relaxed) }
 
     /// How many sections ran, as counted without synchronization; read it once all sections have ended.
     public var count: Int { self.counter }

@@ -47,6 +47,9 @@ public final class PropertyHistory: Sendable {
     /// The events recorded so far, in sequence order.
     public var events: [HistoryEvent] { self.storage.value }
 
+    /// How many events were recorded so far: the run's progress, for ``waitForProgress(_:stillFor:progress:)``.
+    public var count: Int { self.storage.mutate { $0.count } }
+
     /// A few lines of the history around the given sequence numbers, for a failure message.
     public func excerpt(around sequences: [Int], radius: Int = 4) -> String {
         Self.excerpt(of: self.events, around: sequences, radius: radius)

@@ -6,25 +6,36 @@ import Synchronization
 /// How many threads contention tests start: one per core, and at least two.
 public let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCount)
 
-/// A deadline `seconds` from now, for every wait in the suite: a deadlock fails a test instead of hanging it.
-public func deadline(_ seconds: Int = 10) -> DispatchTime {
+/// A deadline `seconds` from now, by default ``patienceSeconds``, for every wait in the suite: a deadlock fails a
+/// test instead of hanging it, and a loaded machine does not.
+public func deadline(_ seconds: Int = patienceSeconds) -> DispatchTime {
     .now() + .seconds(seconds)
 }
 
 /// Blocks the calling thread (a queue's block, a lock's holder, a callback) until the test signals `release`.
 ///
-/// A hold outlasts every suite's time limit: it gives up after three minutes, so that a test that never lets go
-/// still ends. A shorter hold could end on its own on a busy machine, letting the queue or lock go while the test
-/// still counts on it being held; the test would then fail for the wrong reason, or pass without checking anything.
+/// A hold outlasts every suite's time limit and every wait's ``patienceSeconds``: it gives up a minute after those,
+/// so that a test that never lets go still ends. A shorter hold could end on its own on a busy machine, letting the
+/// queue or lock go while the test still counts on it being held; the test would then fail for the wrong reason, or
+/// pass without checking anything.
 public func hold(until release: DispatchSemaphore) {
-    _ = release.wait(timeout: .now() + .seconds(180))
+    _ = release.wait(timeout: deadline(patienceSeconds + 60))
 }
 
 /// Runs `body(index)` on `count` dedicated threads released together, and waits until all of them returned.
 ///
-/// - Returns: `false` if they had not all returned within `seconds`.
+/// - Returns: `false` if they had not all returned within `seconds` (by default ``patienceSeconds``).
 @discardableResult
-public func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sendable (Int) -> Void) -> Bool {
+public func runOnThreads(
+    _ count: Int,
+    seconds: Int = patienceSeconds,
+    _ body: @escaping @Sendable (Int) -> Void
+) -> Bool {
+    startThreads(count, body).wait(timeout: deadline(seconds)) == .success
+}
+
+/// Starts `body(index)` on `count` dedicated threads released together; the group they leave as they return.
+func startThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> DispatchGroup {
     let finished = DispatchGroup()
     let start = DispatchSemaphore(value: 0)
     for index in 0..<count {
@@ -36,7 +47,7 @@ public func runOnThreads(_ count: Int, seconds: Int = 30, _ body: @escaping @Sen
         }
     }
     for _ in 0..<count { start.signal() }
-    return finished.wait(timeout: deadline(seconds)) == .success
+    return finished
 }
 
 /// Runs `body` on one new thread and returns at once.
@@ -49,7 +60,7 @@ public func text(_ bytes: [UInt8]?) -> String {
     String(decoding: bytes ?? [], as: UTF8.self)
 }
 
-/// Runs `body` on the main queue and waits, for at most ten seconds, until it returned.
+/// Runs `body` on the main queue and waits, for at most ``patienceSeconds``, until it returned.
 ///
 /// - Returns: `false` if `body` had not run within the deadline (the main queue is not being drained).
 @discardableResult
@@ -62,7 +73,7 @@ public func onMainQueue(_ body: @escaping @Sendable () -> Void) -> Bool {
     return done.wait(timeout: deadline()) == .success
 }
 
-/// Polls `condition` until it holds, for at most ten seconds.
+/// Polls `condition` until it holds, for at most ``patienceSeconds``.
 ///
 /// For waiting until a thread has parked somewhere observable (a precondition of a test), never as a test's proof.
 /// - Returns: `false` if the condition still did not hold at the deadline.
@@ -75,7 +86,7 @@ public func eventually(_ condition: () -> Bool) -> Bool {
     return true
 }
 
-/// Polls `condition` until it holds, for at most ten seconds, suspending the task between looks.
+/// Polls `condition` until it holds, for at most ``patienceSeconds``, suspending the task between looks.
 ///
 /// The async form of `eventually(_:)`: it blocks no thread of the cooperative pool.
 public func suspendUntil(
@@ -130,7 +141,7 @@ public final class TaggedQueue: Sendable {
     /// Whether the caller runs on the queue.
     public var isCurrent: Bool { DispatchQueue.getSpecific(key: self.key) == true }
 
-    /// Waits, for at most ten seconds, until every block sent to the queue so far has run.
+    /// Waits, for at most ``patienceSeconds``, until every block sent to the queue so far has run.
     public func drain() -> Bool {
         let drained = DispatchSemaphore(value: 0)
         self.queue.async { drained.signal() }
@@ -151,7 +162,7 @@ public final class SpinFlag: Sendable {
         self.round.store(round, ordering: .releasing)
     }
 
-    /// Spins until the flag reaches `round`, for at most ten seconds.
+    /// Spins until the flag reaches `round`, for at most ``patienceSeconds``.
     ///
     /// - Returns: `false` at the deadline.
     public func spin(until round: Int) -> Bool {

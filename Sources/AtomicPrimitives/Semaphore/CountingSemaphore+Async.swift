@@ -132,7 +132,7 @@ extension CountingSemaphore {
         let deadline = timeout.map { Deadline(after: $0) } ?? .never
         if let outcome = self.outcomeWithoutQueueing(deadline: deadline) { return outcome }
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: deadline != .never)
-        return await self.queue(waiter, timerAt: deadline, sleeper: nil)
+        return await self.queue(waiter, timerAt: deadline)
     }
 
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
@@ -145,44 +145,63 @@ extension CountingSemaphore {
         let span = Deadline.Span(timeout)
         if let outcome = self.outcomeWithoutQueueing(deadline: Deadline(after: span)) { return outcome }
         guard span != .unlimited else {
-            return await self.queue(SemaphoreWaiter(state: .arriving), timerAt: .never, sleeper: nil)
+            return await self.queue(SemaphoreWaiter(state: .arriving), timerAt: .never)
         }
         let deadline = clock.now.advanced(by: timeout)
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: true)
-        let sleeper = Task { [weak self] in
-            do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
-            self?.leave(waiter, as: .timedOut)
+        return await self.queue(waiter, timerAt: .never) {
+            Task { [weak self] in
+                do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
+                self?.leave(waiter, as: .timedOut)
+            }
         }
-        // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it, too);
-        // this covers a wait that ended on its way to the line.
-        defer { sleeper.cancel() }
-        return await self.queue(waiter, timerAt: .never, sleeper: sleeper)
     }
 
     /// Suspends until `waiter` leaves the line: granted, cancelled, or timed out by its Dispatch timer (at
-    /// `deadline`; none for never) or by its `sleeper`.
+    /// `deadline`; none for never) or by the sleeper that `makeSleeper` starts.
     private func queue(
         _ waiter: SemaphoreWaiter,
         timerAt deadline: Deadline,
-        sleeper: Task<Void, Never>?
+        sleeper makeSleeper: (() -> Task<Void, Never>)? = nil
     ) async -> SemaphoreWaiter.State {
         await withTaskCancellationHandler {
-            await withUnsafeContinuation { continuation in
-                self.enqueue(waiter, continuation: continuation, deadline: deadline, sleeper: sleeper)
+            // The sleeper starts only once the cancellation handler is in place, and is the waiter's from the start:
+            // a cancellation that comes after it can have reached its clock takes it off from inside `cancel()`.
+            let sleeper = makeSleeper.flatMap { self.startSleeper($0, for: waiter) }
+            // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it,
+            // too); this covers a wait that ended on its way to the line.
+            defer { sleeper?.cancel() }
+            return await withUnsafeContinuation { continuation in
+                self.enqueue(waiter, continuation: continuation, deadline: deadline)
             }
         } onCancel: {
-            sleeper?.cancel()
             self.leave(waiter, as: .cancelled)
         }
     }
 
-    /// Puts `waiter` in the line, with a timer that takes it out at `deadline` (or its `sleeper`, which does the same
+    /// Starts the sleeper of an arriving `waiter` with `makeSleeper`, as the waiter's: under the lock, so that a
+    /// cancellation (``leave(_:as:)``) either comes first, and no sleeper starts, or finds it and cancels it.
+    ///
+    /// `makeSleeper` only creates a task; the task runs the clock's code elsewhere, never under the lock.
+    /// - Returns: The sleeper; `nil` if the wait has already ended.
+    private func startSleeper(
+        _ makeSleeper: () -> Task<Void, Never>,
+        for waiter: SemaphoreWaiter
+    ) -> Task<Void, Never>? {
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        defer { self.core.unlock() }
+        guard waiter.state == .arriving else { return nil }
+        let sleeper = makeSleeper()
+        waiter.sleeper = sleeper
+        return sleeper
+    }
+
+    /// Puts `waiter` in the line, with a timer that takes it out at `deadline` (or its sleeper, which does the same
     /// on another clock), unless it is granted a resource or cancelled on its way.
     private func enqueue(
         _ waiter: SemaphoreWaiter,
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
-        deadline: Deadline,
-        sleeper: Task<Void, Never>?
+        deadline: Deadline
     ) {
         // Made before the lock is taken: the lock guards only the line.
         let timer = deadline == .never ? nil : self.makeTimer(for: waiter, firingAt: deadline.dispatchTime)
@@ -193,6 +212,7 @@ extension CountingSemaphore {
                 // Signalled since the first look.
                 self.available -= 1
                 waiter.state = .granted
+                waiter.sleeper = nil
                 outcome = .granted
             } else {
                 // Cancelled on its way to the line.
@@ -208,7 +228,6 @@ extension CountingSemaphore {
         }
         waiter.continuation = continuation
         waiter.timer = timer
-        waiter.sleeper = sleeper
         self.line.append(waiter)
         // Armed before the lock is released, so that nothing runs between the release and the return. A task resumed
         // before it has suspended is correct, but ThreadSanitizer cannot see how the runtime orders that case and
@@ -234,9 +253,12 @@ extension CountingSemaphore {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         switch waiter.state {
         case .arriving:
-            // Not in the line yet: `enqueue` sees the outcome and ends the wait.
+            // Not in the line yet: `enqueue` sees the outcome and ends the wait; a sleeper already started goes now.
             waiter.state = outcome
+            let sleeper = waiter.sleeper
+            waiter.sleeper = nil
             self.core.unlock()
+            sleeper?.cancel()
         case .queued:
             self.line.remove(waiter)
             let ending = waiter.end(as: outcome)

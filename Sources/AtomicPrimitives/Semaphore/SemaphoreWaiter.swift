@@ -25,8 +25,9 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     /// The timer of a task's deadline while the task is in the line; whoever takes the task out of the line cancels
     /// it at once, so that no timer outlives its wait.
     var timer: (any DispatchSourceTimer)?
-    /// The task that sleeps until the deadline on a clock other than the standard ones, while the task is in the line;
-    /// cancelled, like ``timer``, by whoever takes the task out of the line, so that it leaves its clock at once.
+    /// The task that sleeps until the deadline on a clock other than the standard ones, from the moment it starts (the
+    /// task may still be arriving); cancelled, like ``timer``, by whoever ends the wait, so that it leaves its clock
+    /// at once.
     var sleeper: Task<Void, Never>?
     fileprivate var next: SemaphoreWaiter?
     fileprivate var previous: SemaphoreWaiter?
