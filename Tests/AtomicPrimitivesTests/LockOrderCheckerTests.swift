@@ -269,7 +269,9 @@ struct LockOrderCheckerTests {
     @Test("10,000 locks destroyed while another thread holds them leave the checker's records flat")
     func orphansDoNotAccumulate() async throws {
         try await offPoolTest { checks in
-            let rounds = 10_000
+            // ThreadSanitizer counts each destroyed lock as still held by the holder, and stops past 128 held at
+            // once: a few dozen there, 10,000 elsewhere.
+            let rounds = runningUnderSanitizer ? 40 : 10_000
             let before = LockOrderChecker.orphanCount
             let box = AtomicBox<MutexLock?>(nil, name: "orphans-box")
             let other = MutexLock(name: "orphans-other")

@@ -34,7 +34,7 @@ struct TestClockOperationPairTests {
                 },
             ]
         )
-        let rounds = PropertyRun.rounds(runningUnderSanitizer ? 1 : 2)
+        let rounds = PropertyRun.rounds(1)
         let failures = await offPool { OperationPairs.run(table, rounds: rounds) }
         for failure in failures { Issue.record(Comment(rawValue: failure)) }
     }

@@ -123,10 +123,11 @@ public enum OperationPairs {
             let thread = currentThreadID()
             workers.mutate { _ = $0.insert(thread) }
             defer { workers.mutate { _ = $0.remove(thread) } }
-            // Released by semaphores, then lined up here, so that the two calls really overlap.
+            // Released by semaphores, then lined up here, so that the two calls really overlap. It yields while it
+            // waits: a thread late to start on a loaded machine must not find the core taken by its partner's spin.
             arrived.add(1, ordering: .acquiringAndReleasing)
             let limit = deadline(seconds)
-            while arrived.load(ordering: .acquiring) < 2 && DispatchTime.now() < limit {}
+            while arrived.load(ordering: .acquiring) < 2 && DispatchTime.now() < limit { sched_yield() }
             let operation = index == 0 ? first : second
             if let failure = Self.perform(operation, on: slot, seconds: seconds) {
                 stuck.mutate { $0 = failure }
