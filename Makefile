@@ -20,7 +20,7 @@ LIMIT_CHAOS  ?= 1200
 LIMIT_SAN    ?= 1200
 LIMIT_OTHER  ?= 1200
 
-.PHONY: all build test markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
+.PHONY: all build test gate markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -31,12 +31,24 @@ build:
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
 ## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
 ## packages, the README's install, top-level awaits that never block, the doc examples, the docs.
-test: lint markdown-lint build unit chaos tsan asan examples install-check noasync-check snippets docs
+# Every stage adds its line to the summary (scripts/stage.sh), which is printed at the end with the verdict, also
+# when a stage fails.
+SUMMARY      := .build/gate-summary.txt
+test:
+	@mkdir -p .build && rm -f $(SUMMARY)
+	@STAGE_SUMMARY=$(CURDIR)/$(SUMMARY) $(MAKE) --no-print-directory gate; status=$$?; \
+		echo; echo "make test: the stages, in order:"; cat $(SUMMARY) 2>/dev/null; \
+		if [ $$status -eq 0 ]; then echo "make test: PASSED: every stage passed"; \
+		else echo "make test: FAILED: the last stage above did not pass (its output is further up)"; fi; \
+		exit $$status
+
+## gate: the stages of `make test`, without the summary.
+gate: lint markdown-lint build unit chaos tsan asan examples install-check noasync-check snippets docs
 
 ## markdown-lint: every Markdown file read by a CommonMark parser: no unclosed fence, no relative link or anchor that
 ## leads nowhere.
 markdown-lint:
-	python3 scripts/markdown-lint.py
+	$(STAGE) markdown-lint $(LIMIT_OTHER) python3 scripts/markdown-lint.py
 
 # The build has a limit of its own, so that the suite's limit measures the tests only.
 unit:

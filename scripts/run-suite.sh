@@ -9,7 +9,9 @@ set -uo pipefail
 export SWIFT_BACKTRACE=enable=no
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
-"$@" 2>&1 | tee "$log"
+# XCTest, which has no tests here, prints "Executed 0 tests" twice before Swift Testing runs them all: left out, as it
+# reads as "no tests ran".
+"$@" 2>&1 | grep --line-buffered -v -E "^Test Suite '[^']*' (started|passed) at |^[[:space:]]*Executed 0 tests, " | tee "$log"
 status=${PIPESTATUS[0]}
 [ "$status" -eq 0 ] && exit 0
 if grep -q "✘" "$log"; then exit "$status"; fi

@@ -8,6 +8,8 @@
 #   (default 10). A process the command started in a group of its own is found as a descendant and ended too.
 #   Exit status: the command's, 124 when the stage ran out of time, 128+N when ended by signal N.
 #   STAGE_LIMIT_FACTOR multiplies every limit (default 1), for a machine slower than CI's two cores.
+#   With STAGE_SUMMARY set to a file, the stage adds one line to it as it ends: its name, passed or FAILED, and its
+#   time (`make test` prints them all at its end).
 set -uo pipefail
 name=$1 limit=$2
 shift 2
@@ -62,10 +64,14 @@ report() {
     if [ -n "$pids" ]; then ps -o pid,pgid,etime,time,args -p "$pids" | cut -c1-200 >&2; fi
 }
 
-# Lets tee write the last of the output before this script exits.
+# Lets tee write the last of the output before this script exits, then adds the stage's line to STAGE_SUMMARY.
 finish_output() {
     exec 3>&-
     wait "$tee_pid" 2>/dev/null
+    local verdict="passed"
+    [ "${1:-0}" -eq 0 ] || verdict="FAILED (status $1)"
+    [ -n "${STAGE_SUMMARY:-}" ] && printf '  %-34s %-20s %5d s\n' "$name" "$verdict" "$SECONDS" >>"$STAGE_SUMMARY"
+    return 0
 }
 
 # TERM to the group and to every descendant, then KILL to whatever is left after the grace period.
@@ -87,7 +93,7 @@ end_stage() {
 on_signal() {
     report "ended by SIG$1 after $SECONDS s"
     end_stage
-    finish_output
+    finish_output $((128 + $2))
     exit $((128 + $2))
 }
 trap 'on_signal TERM 15' TERM
@@ -105,7 +111,7 @@ while running; do
     if [ "$SECONDS" -ge "$limit" ]; then
         report "out of time after $limit s"
         end_stage
-        finish_output
+        finish_output 124
         echo "stage $name: FAILED: over its time limit of $limit s (scripts/stage.sh; STAGE_LIMIT_FACTOR scales it)" >&2
         exit 124
     fi
@@ -119,5 +125,5 @@ if [ -n "$(stage_processes)" ]; then
     report "the command ended (status $status) leaving processes behind"
     end_stage
 fi
-finish_output
+finish_output "$status"
 exit "$status"
