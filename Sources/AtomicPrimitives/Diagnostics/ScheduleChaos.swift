@@ -38,9 +38,7 @@ public enum ScheduleChaos {
             #if DEBUG
             Self.settings.mutate { settings in
                 settings.seed = newValue
-                settings.epoch &+= 1
-                settings.nextOrdinal = 0
-                Self.epoch.store(settings.epoch, ordering: .releasing)
+                Self.restartNumbering(&settings)
                 DiagnosticSwitches.set(DiagnosticSwitches.chaos, newValue != nil)
             }
             #endif
@@ -66,9 +64,7 @@ public enum ScheduleChaos {
             #if DEBUG
             Self.settings.mutate { settings in
                 settings.observer = newValue
-                settings.epoch &+= 1
-                settings.nextOrdinal = 0
-                Self.epoch.store(settings.epoch, ordering: .releasing)
+                Self.restartNumbering(&settings)
             }
             #endif
         }
@@ -127,6 +123,14 @@ public enum ScheduleChaos {
 
     /// `settings.epoch`, readable without the lock: a thread whose state has this epoch can use it as it is.
     private static let epoch = Atomic<UInt64>(1)
+
+    /// Starts the numbering of threads again, under the settings' lock: every thread takes a new number at its next
+    /// point, as when a run starts.
+    private static func restartNumbering(_ settings: inout Settings) {
+        settings.epoch &+= 1
+        settings.nextOrdinal = 0
+        Self.epoch.store(settings.epoch, ordering: .releasing)
+    }
 
     private static let key = CLibrary.makeThreadKey(releasesObject: true)
 
