@@ -33,7 +33,7 @@ RATIO_ANCHORS = {
     "semaphore-lock": ["DispatchSemaphore"],
     "semaphore-limiter": ["DispatchSemaphore(4)"],
     "gcd-sync": ["DispatchQueue.sync"],
-    "subject-send": ["subscriber's work under a pthread_mutex"],
+    "subject-send": ["subscriber's work (pthread_mutex)"],
     "queuer": ["OperationQueue"],
 }
 
@@ -56,7 +56,7 @@ GOALS = [
      "AtomicBox.mutate, 1 ... cores threads: <= 1.0x NIOLockedValueBox"),
     ("lock", "MutexLock.withLock", "NIOLockedValueBox", 1.0, "1..cores",
      "MutexLock.withLock, 1 ... cores threads: <= 1.0x NIOLockedValueBox"),
-    ("subject-send", "CallbackSubject.send", "subscriber's work under a pthread_mutex", 2.0, "all",
+    ("subject-send", "CallbackSubject.send", "subscriber's work (pthread_mutex)", 2.0, "all",
      "CallbackSubject.send, 1 .untouch subscriber: <= 2x the subscriber's own work"),
     ("queuer", "Queuer", "OperationQueue", 1.0, "all",
      "Queuer, tiny operations, width T: <= 1.0x OperationQueue"),
@@ -72,13 +72,13 @@ COLOURS = {
     "MCS lock (spin)": "#ff7f0e",
     "ticket lock (spin)": "#bcbd22",
     "FIFO lock (park)": "#17becf",
-    "DispatchSemaphore": "#1f77b4",
-    "DispatchSemaphore(4)": "#1f77b4",
+    "DispatchSemaphore": "#17becf",
+    "DispatchSemaphore(4)": "#17becf",
     "DispatchQueue.async": "#2ca02c",
     "DispatchQueue.sync": "#2ca02c",
     "actor": "#2ca02c",
     "OperationQueue": "#2ca02c",
-    "subscriber's work under a pthread_mutex": "#1f77b4",
+    "subscriber's work (pthread_mutex)": "#1f77b4",
 }
 OURS_COLOURS = ["#d62728", "#9467bd"]
 
@@ -88,7 +88,7 @@ def run_benchmark(binary, passed):
     if binary is None:
         build = ["swift", "build", "-c", "release", "--product", "ScalingBenchmarks"]
         print("scale: " + " ".join(build), file=sys.stderr, flush=True)
-        subprocess.run(build, cwd=HERE, check=True)
+        subprocess.run(build, cwd=HERE, check=True, stdout=sys.stderr)
         binary = os.path.join(HERE, ".build", "release", "ScalingBenchmarks")
     print(f"scale: {binary} {' '.join(passed)}", file=sys.stderr, flush=True)
     completed = subprocess.run([binary] + passed, check=True, stdout=subprocess.PIPE, text=True)
@@ -179,7 +179,7 @@ def goals(report):
 def svg_chart(report):
     """An SVG line chart: ns/op against the thread count, log scale on y, one panel per row, one line per contender."""
     columns = 2
-    panel_width, panel_height = 600, 330
+    panel_width, panel_height = 640, 330
     left, top, plot_width, plot_height = 64, 46, 300, 230
     rows = report["rows"]
     panel_rows = math.ceil(len(rows) / columns)
@@ -199,8 +199,9 @@ def svg_chart(report):
 
 
 def title_of(report):
+    load = f", load average {report['loadAverage']} at the start" if "loadAverage" in report else ""
     return (f"ConcurrencyKit under contention: wall ns per operation (log scale), {report['cores']} cores "
-            f"({report['machine']}), median of {report['rounds']} rounds")
+            f"({report['machine']}{load}), median of {report['rounds']} rounds")
 
 
 def panel(row, cores, x0, y0, left, top, plot_width, plot_height):

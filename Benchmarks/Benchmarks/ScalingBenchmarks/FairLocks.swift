@@ -75,8 +75,10 @@ final class ParkingWaiter: @unchecked Sendable {  // Safety: `isGranted` is only
     }
 }
 
-/// A strictly FIFO lock whose waiters sleep: a waiter parks on its own condition, and the holder hands the lock to
-/// the first waiter directly, so nobody can take it in between. The reference for more threads than cores.
+/// A strictly FIFO lock whose waiters sleep, the reference for more threads than cores.
+///
+/// A waiter parks on its own condition, and the holder hands the lock to the first waiter directly, so nobody can
+/// take it in between.
 final class ParkingFIFOLock: @unchecked Sendable {  // Safety: `isHeld` and `waiters` are only touched under `mutex`.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private var isHeld = false

@@ -53,8 +53,9 @@ private final class ThreadBody {
     }
 }
 
-/// Runs `body(index)` on `count` new threads started together and returns the wall nanoseconds from their start to
-/// the end of the last one. Creating the threads is not counted.
+/// Runs `body(index)` on `count` new threads started together; returns the wall nanoseconds to the last one's end.
+///
+/// Creating the threads is not counted: the clock starts when every thread is ready and the gate opens.
 func onThreads(_ count: Int, _ body: @escaping @Sendable (Int) -> Void) -> UInt64 {
     let gate = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
     precondition(pthread_rwlock_init(gate, nil) == 0, "ScalingBenchmarks: pthread_rwlock_init failed")

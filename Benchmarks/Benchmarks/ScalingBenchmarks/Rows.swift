@@ -211,7 +211,7 @@ func allRows() -> [Row] {
                     let feed = SubjectFeed()
                     return hammer(threads, perThread) { _, index in publish(feed, index) }
                 },
-                Contender("subscriber's work under a pthread_mutex") { threads, perThread in
+                Contender("subscriber's work (pthread_mutex)") { threads, perThread in
                     let feed = DirectFeed()
                     return hammer(threads, perThread) { _, index in publish(feed, index) }
                 },

@@ -60,7 +60,7 @@ struct Options {
         }
     }
 
-    /// 1, 2, 4, ... up to the core count (the count itself included), then twice and four times the cores.
+    /// The counts to measure: the powers of two below the core count, the core count, then twice and four times it.
     var counts: [Int] {
         if let threadCounts { return threadCounts }
         var counts: [Int] = []
@@ -118,6 +118,8 @@ struct Report: Encodable {
     let rounds: Int
     let targetMilliseconds: Double
     let machine: String
+    /// The 1-minute load average when the run began: on a shared machine, how many others wanted a core.
+    let loadAverage: String
     var rows: [RowReport]
 }
 
@@ -149,6 +151,13 @@ func machineDescription() -> String {
         + "\(ProcessInfo.processInfo.activeProcessorCount) processors"
 }
 
+/// The 1-minute load average, as `uptime` prints it.
+func loadAverage() -> String {
+    var loads = [0.0, 0.0, 0.0]
+    guard getloadavg(&loads, 3) > 0 else { return "unknown" }
+    return String(format: "%.2f", loads[0])
+}
+
 @main
 enum ScalingBenchmarks {
     static func main() {
@@ -167,6 +176,7 @@ enum ScalingBenchmarks {
             rounds: options.rounds,
             targetMilliseconds: options.targetMilliseconds,
             machine: machineDescription(),
+            loadAverage: loadAverage(),
             rows: []
         )
         for row in rows {
