@@ -3,10 +3,10 @@
 // a self-contained binary for another machine with `make bench-scale-static`.
 //
 // For each row and thread count T (1, 2, 4, ... up to the core count, then 2x and 4x the cores), every contender
-// first finds how many operations per thread take about the target time, then the contenders are measured in turns
-// for several rounds (the order reversed every other round). The result is the median wall time per operation.
-// Contenders whose waiters spin run only up to the core count. The output is one JSON document on stdout; progress
-// goes to stderr.
+// first finds how many operations per thread take about the target time (20 ms), then the contenders are measured
+// in turns for several rounds (the order reversed every other round). Each result is the median wall time per
+// operation, with every round's figure, so that a ratio can be taken round by round. Contenders whose waiters spin
+// run only up to the core count. The output is one JSON document on stdout; progress goes to stderr.
 //
 // Usage: ScalingBenchmarks [--quick] [--rows ID,...] [--cores N] [--threads N,...] [--rounds N] [--target-ms N]
 //                          [--list]
@@ -18,7 +18,7 @@ struct Options {
     var rowFilter: [String] = []
     var cores = ProcessInfo.processInfo.activeProcessorCount
     var threadCounts: [Int]? = nil
-    var rounds = 5
+    var rounds = 7
     var targetMilliseconds = 20.0
     var listOnly = false
 
@@ -123,19 +123,23 @@ struct Report: Encodable {
     var rows: [RowReport]
 }
 
-/// Operations per thread that take about `target` nanoseconds for `contender` at `threads`: doubles a small count
-/// until a run takes an eighth of the target, then scales it (these runs also warm the contender up).
+/// Operations per thread that take about `target` nanoseconds for `contender` at `threads`.
+///
+/// Quadruples a small count until a run takes an eighth of the target, then scales it by the fastest of three runs
+/// of that count: on a shared machine a run can only be slowed by the others, and a count sized on one slow run would
+/// make every round too short to measure. These runs also warm the contender up.
 func calibrate(_ contender: Contender, threads: Int, target: Double) -> Int {
     var perThread = 8
     let ceiling = 1 << 24
-    while true {
-        let sample = contender.run(threads, perThread)
-        let elapsed = Double(max(sample.nanoseconds, 1))
-        if elapsed >= target / 8 || perThread >= ceiling {
-            return min(max(Int(Double(perThread) * target / elapsed), 1), ceiling)
-        }
+    var elapsed = Double(max(contender.run(threads, perThread).nanoseconds, 1))
+    while elapsed < target / 8 && perThread < ceiling {
         perThread *= 4
+        elapsed = Double(max(contender.run(threads, perThread).nanoseconds, 1))
     }
+    for _ in 0..<2 {
+        elapsed = min(elapsed, Double(max(contender.run(threads, perThread).nanoseconds, 1)))
+    }
+    return min(max(Int(Double(perThread) * target / elapsed), 1), ceiling)
 }
 
 /// The machine's name, kernel and processor count, for the report.
