@@ -1,6 +1,6 @@
 // The rows of the scaling benchmark (issue 26): each measures one of ours next to its anchors at every thread count.
 
-/// One contender of a row: how to run `perThread` operations on each of `threads` threads (or tasks) once.
+/// One contender of a row: how to run a `Load` once.
 struct Contender {
     /// The name the tables and the chart show.
     let name: String
@@ -8,10 +8,10 @@ struct Contender {
     let isOurs: Bool
     /// Whether its waiters spin: it then runs only up to the core count.
     let spins: Bool
-    /// One measurement: `(threads, perThread) -> Sample`, state made fresh before the clock starts.
-    let run: (Int, Int) -> Sample
+    /// One measurement, its state made fresh before the clock starts.
+    let run: (Load) -> Sample
 
-    init(_ name: String, ours: Bool = false, spins: Bool = false, run: @escaping (Int, Int) -> Sample) {
+    init(_ name: String, ours: Bool = false, spins: Bool = false, run: @escaping (Load) -> Sample) {
         self.name = name
         self.isOurs = ours
         self.spins = spins
@@ -34,26 +34,26 @@ struct Row {
 /// spinning references.
 private func lockAnchors() -> [Contender] {
     [
-        Contender("pthread_mutex") { threads, perThread in
+        Contender("pthread_mutex") { load in
             let counter = PthreadCounter()
-            return hammer(threads, perThread) { _, _ in increment(counter) }
+            return hammer(load) { _, _ in increment(counter) }
         },
-        Contender("NIOLockedValueBox") { threads, perThread in
+        Contender("NIOLockedValueBox") { load in
             let counter = NIOCounter()
-            return hammer(threads, perThread) { _, _ in increment(counter) }
+            return hammer(load) { _, _ in increment(counter) }
         },
-        Contender("Synchronization.Mutex") { threads, perThread in
+        Contender("Synchronization.Mutex") { load in
             let counter = SynchronizationCounter()
-            return hammer(threads, perThread) { _, _ in increment(counter) }
+            return hammer(load) { _, _ in increment(counter) }
         },
-        Contender("MCS lock (spin)", spins: true) { threads, perThread in
+        Contender("MCS lock (spin)", spins: true) { load in
             let counter = MCSCounter()
-            let nodes = (0..<threads).map { _ in MCSNode() }
-            return hammer(threads, perThread) { thread, _ in increment(counter, nodes[thread]) }
+            let nodes = (0..<load.threads).map { _ in MCSNode() }
+            return hammer(load) { thread, _ in increment(counter, nodes[thread]) }
         },
-        Contender("ticket lock (spin)", spins: true) { threads, perThread in
+        Contender("ticket lock (spin)", spins: true) { load in
             let counter = TicketCounter()
-            return hammer(threads, perThread) { _, _ in increment(counter) }
+            return hammer(load) { _, _ in increment(counter) }
         },
     ]
 }
@@ -66,13 +66,13 @@ func allRows() -> [Row] {
             title: "Lock hammer: increment an Int under the lock",
             axis: "threads",
             contenders: [
-                Contender("MutexLock.withLock", ours: true) { threads, perThread in
+                Contender("MutexLock.withLock", ours: true) { load in
                     let counter = MutexLockCounter()
-                    return hammer(threads, perThread) { _, _ in increment(counter) }
+                    return hammer(load) { _, _ in increment(counter) }
                 },
-                Contender("AtomicBox.mutate", ours: true) { threads, perThread in
+                Contender("AtomicBox.mutate", ours: true) { load in
                     let counter = AtomicBoxCounter()
-                    return hammer(threads, perThread) { _, _ in increment(counter) }
+                    return hammer(load) { _, _ in increment(counter) }
                 },
             ] + lockAnchors()
         ),
@@ -81,33 +81,33 @@ func allRows() -> [Row] {
             title: "QueueSafeValue `wait.set(newValue:)`, half the threads at highest priority",
             axis: "threads",
             contenders: [
-                Contender("QueueSafeValue wait.set", ours: true) { threads, perThread in
+                Contender("QueueSafeValue wait.set", ours: true) { load in
                     let stock = SafeValueStock()
-                    return hammer(threads, perThread) { thread, index in
-                        if thread < threads / 2 { writeHighest(stock, index) } else { writeLowest(stock, index) }
+                    return hammer(load) { thread, index in
+                        if thread < load.threads / 2 { writeHighest(stock, index) } else { writeLowest(stock, index) }
                     }
                 },
-                Contender("NIOLockedValueBox") { threads, perThread in
+                Contender("NIOLockedValueBox") { load in
                     let counter = NIOCounter()
-                    return hammer(threads, perThread) { _, index in write(counter, index) }
+                    return hammer(load) { _, index in write(counter, index) }
                 },
-                Contender("pthread_mutex") { threads, perThread in
+                Contender("pthread_mutex") { load in
                     let counter = PthreadCounter()
-                    return hammer(threads, perThread) { _, index in write(counter, index) }
+                    return hammer(load) { _, index in write(counter, index) }
                 },
-                Contender("MCS lock (spin)", spins: true) { threads, perThread in
+                Contender("MCS lock (spin)", spins: true) { load in
                     let counter = MCSCounter()
-                    let nodes = (0..<threads).map { _ in MCSNode() }
-                    return hammer(threads, perThread) { thread, index in write(counter, nodes[thread], index) }
+                    let nodes = (0..<load.threads).map { _ in MCSNode() }
+                    return hammer(load) { thread, index in write(counter, nodes[thread], index) }
                 },
-                Contender("ticket lock (spin)", spins: true) { threads, perThread in
+                Contender("ticket lock (spin)", spins: true) { load in
                     let counter = TicketCounter()
-                    return hammer(threads, perThread) { _, index in write(counter, index) }
+                    return hammer(load) { _, index in write(counter, index) }
                 },
-                Contender("FIFO lock (park)") { threads, perThread in
+                Contender("FIFO lock (park)") { load in
                     let counter = ParkingCounter()
-                    let waiters = (0..<threads).map { _ in ParkingWaiter() }
-                    return hammer(threads, perThread) { thread, index in write(counter, waiters[thread], index) }
+                    let waiters = (0..<load.threads).map { _ in ParkingWaiter() }
+                    return hammer(load) { thread, index in write(counter, waiters[thread], index) }
                 },
             ]
         ),
@@ -116,9 +116,9 @@ func allRows() -> [Row] {
             title: "QueueSafeValue `async(performIn:)` `set(newValue:)` from T threads, until the last has run",
             axis: "threads",
             contenders: [
-                Contender("QueueSafeValue async.set", ours: true) { threads, perThread in
+                Contender("QueueSafeValue async.set", ours: true) { load in
                     let stock = AsyncStock()
-                    let issued = hammer(threads, perThread) { _, index in writeAsync(stock, index) }
+                    let issued = hammer(load) { _, index in writeAsync(stock, index) }
                     let start = monotonicNanoseconds()
                     drain(stock)
                     return Sample(
@@ -126,9 +126,9 @@ func allRows() -> [Row] {
                         operations: issued.operations
                     )
                 },
-                Contender("DispatchQueue.async") { threads, perThread in
+                Contender("DispatchQueue.async") { load in
                     let counter = QueueConfinedCounter()
-                    let issued = hammer(threads, perThread) { _, index in writeAsync(counter, index) }
+                    let issued = hammer(load) { _, index in writeAsync(counter, index) }
                     let start = monotonicNanoseconds()
                     drain(counter)
                     return Sample(
@@ -143,13 +143,13 @@ func allRows() -> [Row] {
             title: "QueueSafeValue `await suspend.lowestPriority.set(newValue:)` from T tasks",
             axis: "tasks",
             contenders: [
-                Contender("QueueSafeValue suspend.set", ours: true) { tasks, perTask in
+                Contender("QueueSafeValue suspend.set", ours: true) { load in
                     let stock = SafeValueStock()
-                    return hammerTasks(tasks, perTask) { _, index in await writeSuspending(stock, index) }
+                    return hammerTasks(load) { _, index in await writeSuspending(stock, index) }
                 },
-                Contender("actor") { tasks, perTask in
+                Contender("actor") { load in
                     let counter = ActorCounter()
-                    return hammerTasks(tasks, perTask) { _, index in await writeSuspending(counter, index) }
+                    return hammerTasks(load) { _, index in await writeSuspending(counter, index) }
                 },
             ]
         ),
@@ -158,17 +158,17 @@ func allRows() -> [Row] {
             title: "`CountingSemaphore.perform` as a lock (1 resource)",
             axis: "threads",
             contenders: [
-                Contender("CountingSemaphore.perform", ours: true) { threads, perThread in
+                Contender("CountingSemaphore.perform", ours: true) { load in
                     let counter = SemaphoreCounter()
-                    return hammer(threads, perThread) { _, _ in increment(counter) }
+                    return hammer(load) { _, _ in increment(counter) }
                 },
-                Contender("DispatchSemaphore") { threads, perThread in
+                Contender("DispatchSemaphore") { load in
                     let counter = DispatchSemaphoreCounter()
-                    return hammer(threads, perThread) { _, _ in increment(counter) }
+                    return hammer(load) { _, _ in increment(counter) }
                 },
-                Contender("pthread_mutex") { threads, perThread in
+                Contender("pthread_mutex") { load in
                     let counter = PthreadCounter()
-                    return hammer(threads, perThread) { _, _ in increment(counter) }
+                    return hammer(load) { _, _ in increment(counter) }
                 },
             ]
         ),
@@ -177,13 +177,13 @@ func allRows() -> [Row] {
             title: "`CountingSemaphore.perform` as a limiter of width 4",
             axis: "threads",
             contenders: [
-                Contender("CountingSemaphore(4).perform", ours: true) { threads, perThread in
+                Contender("CountingSemaphore(4).perform", ours: true) { load in
                     let limiter = SemaphoreLimiter()
-                    return hammer(threads, perThread) { _, _ in call(limiter) }
+                    return hammer(load) { _, _ in call(limiter) }
                 },
-                Contender("DispatchSemaphore(4)") { threads, perThread in
+                Contender("DispatchSemaphore(4)") { load in
                     let limiter = DispatchSemaphoreLimiter()
-                    return hammer(threads, perThread) { _, _ in call(limiter) }
+                    return hammer(load) { _, _ in call(limiter) }
                 },
             ]
         ),
@@ -192,13 +192,13 @@ func allRows() -> [Row] {
             title: "`GCDQueue.sync` on one serial queue from T threads",
             axis: "threads",
             contenders: [
-                Contender("GCDQueue.sync", ours: true) { threads, perThread in
+                Contender("GCDQueue.sync", ours: true) { load in
                     let cache = GCDQueueCache()
-                    return hammer(threads, perThread) { _, _ in touch(cache) }
+                    return hammer(load) { _, _ in touch(cache) }
                 },
-                Contender("DispatchQueue.sync") { threads, perThread in
+                Contender("DispatchQueue.sync") { load in
                     let cache = DispatchQueueCache()
-                    return hammer(threads, perThread) { _, _ in touch(cache) }
+                    return hammer(load) { _, _ in touch(cache) }
                 },
             ]
         ),
@@ -207,13 +207,13 @@ func allRows() -> [Row] {
             title: "`CallbackSubject.send` from T threads, 1 `.untouch` subscriber",
             axis: "threads",
             contenders: [
-                Contender("CallbackSubject.send", ours: true) { threads, perThread in
+                Contender("CallbackSubject.send", ours: true) { load in
                     let feed = SubjectFeed()
-                    return hammer(threads, perThread) { _, index in publish(feed, index) }
+                    return hammer(load) { _, index in publish(feed, index) }
                 },
-                Contender("subscriber's work (pthread_mutex)") { threads, perThread in
+                Contender("subscriber's work (pthread_mutex)") { load in
                     let feed = DirectFeed()
-                    return hammer(threads, perThread) { _, index in publish(feed, index) }
+                    return hammer(load) { _, index in publish(feed, index) }
                 },
             ]
         ),
@@ -222,11 +222,17 @@ func allRows() -> [Row] {
             title: "`Queuer` of width T: empty operations added from one thread, until all have run",
             axis: "width",
             contenders: [
-                Contender("Queuer", ours: true) { width, count in
-                    Sample(nanoseconds: timeQueuer(width: width, count: count), operations: count)
+                Contender("Queuer", ours: true) { load in
+                    Sample(
+                        nanoseconds: timeQueuer(width: load.threads, count: load.perThread),
+                        operations: load.perThread
+                    )
                 },
-                Contender("OperationQueue") { width, count in
-                    Sample(nanoseconds: timeOperationQueue(width: width, count: count), operations: count)
+                Contender("OperationQueue") { load in
+                    Sample(
+                        nanoseconds: timeOperationQueue(width: load.threads, count: load.perThread),
+                        operations: load.perThread
+                    )
                 },
             ]
         ),

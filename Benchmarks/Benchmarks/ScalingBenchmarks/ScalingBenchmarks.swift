@@ -128,18 +128,22 @@ struct Report: Encodable {
 /// Quadruples a small count until a run takes an eighth of the target, then scales it by the fastest of three runs
 /// of that count: on a shared machine a run can only be slowed by the others, and a count sized on one slow run would
 /// make every round too short to measure. These runs also warm the contender up.
-func calibrate(_ contender: Contender, threads: Int, target: Double) -> Int {
-    var perThread = 8
+func calibrate(_ contender: Contender, threads: Int, target: Double, limit: UInt64) -> Int {
     let ceiling = 1 << 24
-    var elapsed = Double(max(contender.run(threads, perThread).nanoseconds, 1))
+    func run(_ perThread: Int) -> (elapsed: Double, perOperation: Double) {
+        let sample = contender.run(Load(threads: threads, perThread: perThread, limit: limit))
+        // The time one thread's operation takes: a run stopped at the limit counts the operations it did.
+        let perThreadOperations = Double(max(sample.operations, 1)) / Double(threads)
+        return (Double(sample.nanoseconds), Double(max(sample.nanoseconds, 1)) / perThreadOperations)
+    }
+    var perThread = 8
+    var (elapsed, perOperation) = run(perThread)
     while elapsed < target / 8 && perThread < ceiling {
         perThread *= 4
-        elapsed = Double(max(contender.run(threads, perThread).nanoseconds, 1))
+        (elapsed, perOperation) = run(perThread)
     }
-    for _ in 0..<2 {
-        elapsed = min(elapsed, Double(max(contender.run(threads, perThread).nanoseconds, 1)))
-    }
-    return min(max(Int(Double(perThread) * target / elapsed), 1), ceiling)
+    for _ in 0..<2 { perOperation = min(perOperation, run(perThread).perOperation) }
+    return min(max(Int(target / perOperation), 1), ceiling)
 }
 
 /// The machine's name, kernel and processor count, for the report.
@@ -175,6 +179,8 @@ enum ScalingBenchmarks {
         }
         guard !rows.isEmpty else { fail("no row matches \(options.rowFilter)") }
         let target = options.targetMilliseconds * 1_000_000
+        // A measurement past five times its target is stopped: a collapsing contender cannot hold the run up.
+        let limit = UInt64(5 * target)
         var report = Report(
             cores: options.cores,
             rounds: options.rounds,
@@ -193,12 +199,14 @@ enum ScalingBenchmarks {
             )
             for threads in options.counts {
                 let contenders = row.contenders.filter { !$0.spins || threads <= options.cores }
-                let perThread = contenders.map { calibrate($0, threads: threads, target: target) }
+                let perThread = contenders.map { calibrate($0, threads: threads, target: target, limit: limit) }
                 var samples = Array(repeating: [Double](), count: contenders.count)
                 for round in 0..<options.rounds {
                     let order = Array(contenders.indices)
                     for index in round % 2 == 0 ? order : order.reversed() {
-                        let sample = contenders[index].run(threads, perThread[index])
+                        let sample = contenders[index].run(
+                            Load(threads: threads, perThread: perThread[index], limit: limit)
+                        )
                         samples[index].append(sample.nanosecondsPerOperation)
                     }
                 }
