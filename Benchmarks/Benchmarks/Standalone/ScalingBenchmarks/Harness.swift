@@ -1,4 +1,4 @@
-// The measuring side of the scaling benchmark: threads released together, wall time, contenders in turns, medians.
+// The measuring side of the scaling benchmark: threads released together, wall time, a limit per run, medians.
 
 import Dispatch
 import Synchronization
