@@ -20,7 +20,7 @@ LIMIT_CHAOS  ?= 1200
 LIMIT_SAN    ?= 1200
 LIMIT_OTHER  ?= 1200
 
-.PHONY: all build test gate markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check checker-cost docs docs-serve lint format clean
+.PHONY: all build test gate markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check bench-scale bench-scale-static checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -112,6 +112,27 @@ bench:
 ## bench-check: as bench, and exits non-zero when a goal is missed.
 bench-check:
 	python3 Benchmarks/ratios.py --check
+
+## bench-scale: issue 26's scaling rows: each contended path at 1, 2, 4 ... threads up to the core count, then 2x and
+## 4x the cores, next to its anchors in one process; prints a table per row and each goal beside its ratios (not a
+## gate), writes .build/scaling/scaling.json and scaling.svg. BENCH_SCALE_ARGS passes arguments on to the benchmark
+## (--quick, --rows wait-set,lock, --threads 1,2,8, --rounds N, --target-ms N, --cores N).
+BENCH_SCALE_ARGS ?=
+bench-scale:
+	python3 Benchmarks/scale.py $(BENCH_SCALE_ARGS)
+
+## bench-scale-static: the same benchmark with the Swift runtime linked in (--static-swift-stdlib), stripped, in
+## .build-device/ beside a copy of scale.py, for a many-core Linux machine that has no Swift: copy the folder there
+## and run `python3 .build-device/scale.py --binary .build-device/ScalingBenchmarks` (or run the binary alone, save
+## its JSON, and render it here with `python3 Benchmarks/scale.py --from-json FILE`).
+DEVICE_DIR := .build-device
+bench-scale-static:
+	cd Benchmarks && $(SWIFT) build -c release --static-swift-stdlib --product ScalingBenchmarks --scratch-path .build-static
+	mkdir -p $(DEVICE_DIR)
+	cp Benchmarks/.build-static/release/ScalingBenchmarks Benchmarks/scale.py $(DEVICE_DIR)/
+	strip $(DEVICE_DIR)/ScalingBenchmarks
+	@ls -l $(DEVICE_DIR)/ScalingBenchmarks
+	$(DEVICE_DIR)/ScalingBenchmarks --list
 
 ## checker-cost: the lock-order checker's cost per lock/unlock pair in a debug build (goal: at most 50 ns added).
 checker-cost:

@@ -55,6 +55,20 @@ let package = Package(
             path: "Benchmarks/DebugCheckerCost",
             swiftSettings: [.swiftLanguageMode(.v6)]
         ),
+        // Issue 26's scaling rows (`make bench-scale`): each contended path from 1 thread to the core count and past
+        // it, next to its anchors in one process. No harness: a plain executable that prints JSON for
+        // Benchmarks/scale.py, and that `make bench-scale-static` links with the Swift runtime for other machines.
+        // It lives in Standalone/ because the benchmark plugin runs, as a harness benchmark, every executable whose
+        // folder sits in a folder named Benchmarks.
+        .executableTarget(
+            name: "ScalingBenchmarks",
+            dependencies: [
+                .product(name: "ConcurrencyKit", package: "ConcurrencyKit"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+            ],
+            path: "Benchmarks/Standalone/ScalingBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v6)]
+        ),
         .target(
             name: "BenchmarkSupport",
             dependencies: [.product(name: "Benchmark", package: "benchmark")],
