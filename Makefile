@@ -154,4 +154,4 @@ format:
 	$(SWIFT) format format --in-place --recursive $(FORMATTED)
 
 clean:
-	rm -rf .build $(TSAN_SCRATCH) $(ASAN_SCRATCH) Benchmarks/.build $(addsuffix /.build,$(EXAMPLES))
+	rm -rf .build $(TSAN_SCRATCH) $(ASAN_SCRATCH) .build-device Benchmarks/.build Benchmarks/.build-static $(addsuffix /.build,$(EXAMPLES))

@@ -2,7 +2,8 @@
 """Puts the guides of Docs/ into a staged copy of the umbrella's DocC catalog, so that one site holds the API
 reference and the guides, and makes the site's landing page the umbrella's overview.
 
-    scripts/docs-guides.py stage CATALOG      copies Docs/<guide>.md into CATALOG, with links rewritten for the site
+    scripts/docs-guides.py stage CATALOG      copies Docs/<guide>.md and Docs/images/ into CATALOG, with links
+                                              rewritten for the site
     scripts/docs-guides.py landing ARCHIVE    gives the merged ARCHIVE's synthesized landing page the umbrella page's
                                               overview and guides, above its list of modules
 
@@ -49,12 +50,22 @@ def rewrite(text):
     return LINK.sub(replace, text)
 
 
+IMAGE_TAG = re.compile(r'<img src="images/([^"]+)" alt="([^"]*)"\s*/?>')
+
+
 def stage(catalog):
+    """Copies the guides, and the images they show (Docs/images/), into the catalog."""
     for guide in GUIDES:
         with open(os.path.join(ROOT, "Docs", f"{guide}.md"), encoding="utf-8") as source:
             text = source.read()
+        # GitHub shows an HTML image; DocC drops it, and shows a Markdown image of a file in its catalog.
+        text = IMAGE_TAG.sub(lambda match: f"![{match.group(2)}]({match.group(1)})", text)
         with open(os.path.join(catalog, f"{guide}.md"), "w", encoding="utf-8") as copy:
             copy.write(rewrite(text))
+    images = os.path.join(ROOT, "Docs", "images")
+    for name in sorted(os.listdir(images)) if os.path.isdir(images) else []:
+        if name.endswith((".svg", ".png")):
+            shutil.copy(os.path.join(images, name), os.path.join(catalog, name))
 
 
 def landing(archive):
