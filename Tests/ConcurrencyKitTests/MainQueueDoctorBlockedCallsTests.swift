@@ -19,7 +19,7 @@ struct MainQueueDoctorBlockedCallsTests {
         ("value.wait.lowestPriority.get()", "await value.suspend.lowestPriority.get()"),
         (
             "value.wait.lowestPriority.set(manualCompletion:)",
-            "value.async(performIn: queue).lowestPriority.set(manualCompletion:), which does not wait"
+            "value.async(performIn: queue).lowestPriority.set(manualCompletion:)"
         ),
         ("GCDQueue.sync(_:)", "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`"),
     ]

@@ -35,7 +35,7 @@ struct WaitCommandReportTests {
         },
         Case(
             api: "value.wait.lowestPriority.set(manualCompletion:)",
-            alternative: "value.async(performIn: queue).lowestPriority.set(manualCompletion:), which does not wait"
+            alternative: "value.async(performIn: queue).lowestPriority.set(manualCompletion:)"
         ) { $0.wait.lowestPriority.set(manualCompletion: { _, done in done() }) },
     ]
 

@@ -84,6 +84,28 @@ struct ClockTicksTests {
         #expect(board.ticks == [.seconds(1), .seconds(2), .seconds(3)])
     }
 
+    @Test(
+        "an interval too long to represent never ticks, on any clock, and the loop ends when its task is cancelled",
+        arguments: [Duration(attoseconds: .max), .seconds(Int64.max), .nanoseconds(Int64.max), .seconds(1e19)]
+    )
+    func endlessInterval(interval: Duration) async {
+        let testClock = TestClock()
+        let onTestClock = Task {
+            var iterator = ClockTicks(every: interval, clock: testClock).makeAsyncIterator()
+            return await iterator.next()
+        }
+        let onContinuousClock = Task {
+            var iterator = ClockTicks(every: interval).makeAsyncIterator()
+            return await iterator.next()
+        }
+        // Nothing sleeps on the test clock, and moving it a thousand years brings no tick.
+        testClock.advance(by: .seconds(86_400 * 365 * 1_000))
+        onTestClock.cancel()
+        onContinuousClock.cancel()
+        #expect(await onTestClock.value == nil)
+        #expect(await onContinuousClock.value == nil)
+    }
+
     @Test("an interval of zero or less traps with a message that names the value")
     func nonPositiveIntervalTraps() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

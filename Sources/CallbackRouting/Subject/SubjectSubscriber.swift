@@ -12,7 +12,9 @@ import Synchronization
 /// No lock is held while a callback runs: the drain takes each event under the mailbox's lock, releases it, looks at
 /// ``isCancelled`` once more, and then calls. ``close()`` sets ``isCancelled`` first and then closes the mailbox under
 /// that lock, so it never waits for a callback: a drain that took its event before the close still sees the flag
-/// before it calls, and no call starts after ``close()`` returns. (See ``SubjectMailbox`` for the rules.)
+/// before it calls. That last look is where a call starts: none starts after ``close()`` returns, though a drain
+/// descheduled between its look and the call reaches the callback's first line later. (See ``SubjectMailbox`` for the
+/// rules.)
 ///
 /// The callbacks, and what they capture, are released once nothing can call them any more: when the completion has
 /// been delivered, or when the subscriber is closed, as a Combine `Sink` lets go of its closures. A callback that
@@ -121,7 +123,8 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         }
     }
 
-    /// Stops delivery and drops what is queued: once it returns, no call starts.
+    /// Stops delivery and drops what is queued: once it returns, no call starts (a call starts at the drain's last
+    /// look at ``isCancelled``).
     ///
     /// It changes state only, and waits for nothing: a callback already running, on this thread or another, finishes,
     /// and the drain that runs it stops at its next look. The callbacks are released here if no drain runs, or else

@@ -44,9 +44,16 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
     }
 
     /// Starts a schedule from the clock's time now, and returns the iterator of its ticks.
+    ///
+    /// An interval too long to represent in nanoseconds (about 292 years or more, up to the largest `Duration`, which
+    /// no clock's instant may hold) never ticks, as a timed wait that long never ends: the loop waits until its task
+    /// is cancelled.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
-            due: self.clock.now.advanced(by: self.interval),
+        let now = self.clock.now
+        let isEndless = Deadline.Span(self.interval) == .unlimited
+        return AsyncIterator(
+            due: isEndless ? now : now.advanced(by: self.interval),
+            isEndless: isEndless,
             interval: self.interval,
             tolerance: self.tolerance,
             clock: self.clock
@@ -57,12 +64,15 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
     public struct AsyncIterator: AsyncIteratorProtocol, Sendable {
         /// When the next tick is due; `nil` once the loop has ended.
         private var due: TickClock.Instant?
+        /// Whether the interval is too long for a tick ever to come.
+        private let isEndless: Bool
         private let interval: Duration
         private let tolerance: Duration?
         private let clock: TickClock
 
-        init(due: TickClock.Instant, interval: Duration, tolerance: Duration?, clock: TickClock) {
+        init(due: TickClock.Instant, isEndless: Bool, interval: Duration, tolerance: Duration?, clock: TickClock) {
             self.due = due
+            self.isEndless = isEndless
             self.interval = interval
             self.tolerance = tolerance
             self.clock = clock
@@ -83,6 +93,11 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
         ///   cancelled.
         public mutating func next(isolation actor: isolated (any Actor)?) async -> TickClock.Instant? {
             guard let due = self.due else { return nil }
+            guard !self.isEndless else {
+                await Self.waitForCancellation()
+                self.due = nil
+                return nil
+            }
             do {
                 try await self.clock.sleep(until: due, tolerance: self.tolerance)
             } catch {
@@ -95,6 +110,19 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
             let tick = due.advanced(by: self.interval * skipped)
             self.due = tick.advanced(by: self.interval)
             return tick
+        }
+
+        /// Suspends until the task is cancelled: the wait of a loop whose next tick never comes.
+        private static func waitForCancellation() async {
+            let waiter = AtomicBox<CheckedContinuation<Void, Never>?>(nil)
+            await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    waiter.mutate { $0 = continuation }
+                    if Task.isCancelled { waiter.mutate { $0.take() }?.resume() }
+                }
+            } onCancel: {
+                waiter.mutate { $0.take() }?.resume()
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
 /// Which `wait` command blocks: how the report of a blocking call from inside a task, and the main-queue doctor, name
-/// it and the async form to write instead — the same command, at the same priority, on the schedule that does not
-/// block.
+/// it and the async form to write instead — the same command, at the same priority, on the `suspend` schedule, or on
+/// the `async` schedule for the manual forms, which the `suspend` schedule does not have.
 @usableFromInline
 enum WaitCommandForm: Sendable {
     /// `get()`, `read()` and `get(completion:)`.
@@ -41,22 +41,22 @@ enum WaitCommandForm: Sendable {
         case (.getManually, .lowest):
             (
                 "value.wait.lowestPriority.get(manualCompletion:)",
-                "value.async(performIn: queue).lowestPriority.get(manualCompletion:), which does not wait"
+                "value.async(performIn: queue).lowestPriority.get(manualCompletion:)"
             )
         case (.getManually, .highest):
             (
                 "value.wait.highestPriority.get(manualCompletion:)",
-                "value.async(performIn: queue).highestPriority.get(manualCompletion:), which does not wait"
+                "value.async(performIn: queue).highestPriority.get(manualCompletion:)"
             )
         case (.setManually, .lowest):
             (
                 "value.wait.lowestPriority.set(manualCompletion:)",
-                "value.async(performIn: queue).lowestPriority.set(manualCompletion:), which does not wait"
+                "value.async(performIn: queue).lowestPriority.set(manualCompletion:)"
             )
         case (.setManually, .highest):
             (
                 "value.wait.highestPriority.set(manualCompletion:)",
-                "value.async(performIn: queue).highestPriority.set(manualCompletion:), which does not wait"
+                "value.async(performIn: queue).highestPriority.set(manualCompletion:)"
             )
         }
     }
