@@ -347,48 +347,59 @@ private func lateCallsAfterStop(
     var late = 0
     var failures: [String] = []
     for round in 0..<rounds {
-        let subject = CallbackSubject<Int, Never>()
-        let target = FlushableRoute.make(route)
-        let probe = StopProbe()
-        let underWay = DispatchSemaphore(value: 0)
-        let armed = DispatchSemaphore(value: 0)
-        let holder = AtomicBox<CallbackSubscription?>(
-            subject.subscribe(on: target.queue) { value in
-                probe.callbackStarted()
-                if value == 1 {
-                    underWay.signal()
-                    _ = armed.wait(timeout: deadline())  // so that the next value's delivery is the one held
+        weak var releasedSubject: CallbackSubject<Int, Never>?
+        do {
+            let subject = CallbackSubject<Int, Never>()
+            releasedSubject = subject
+            let target = FlushableRoute.make(route)
+            let probe = StopProbe()
+            let underWay = DispatchSemaphore(value: 0)
+            let armed = DispatchSemaphore(value: 0)
+            let holder = AtomicBox<CallbackSubscription?>(
+                subject.subscribe(on: target.queue) { value in
+                    probe.callbackStarted()
+                    if value == 1 {
+                        underWay.signal()
+                        _ = armed.wait(timeout: deadline())  // so that the next value's delivery is the one held
+                    }
                 }
+            )
+            let senderDone = DispatchSemaphore(value: 0)
+            // The sender does not own the subject: this thread releases it, so that no other thread is still
+            // freeing it when the exit test's process ends (LeakSanitizer reports a subject freed mid-exit).
+            onNewThread { [unowned(unsafe) subject] in
+                for value in 1...200 { subject.send(value) }
+                senderDone.signal()
             }
-        )
-        let senderDone = DispatchSemaphore(value: 0)
-        onNewThread {
-            for value in 1...200 { subject.send(value) }
-            senderDone.signal()
+            guard underWay.wait(timeout: deadline()) == .success else {
+                failures.append("round \(round): no value was delivered")
+                break
+            }
+            window.arm()
+            armed.signal()
+            guard window.reached.wait(timeout: deadline()) == .success else {
+                failures.append("round \(round): no delivery reached the subscriber-call point")
+                break
+            }
+            if releases {
+                holder.mutate { $0 = nil }  // the last reference: its deinit cancels
+            } else {
+                holder.value?.cancel()
+            }
+            probe.stopped.store(true, ordering: .sequentiallyConsistent)
+            window.resume.signal()
+            guard senderDone.wait(timeout: deadline()) == .success, target.flush() else {
+                failures.append("round \(round): the sender or the route did not finish")
+                break
+            }
+            late += probe.late.load(ordering: .relaxed)
+            withExtendedLifetime(holder) {}
         }
-        guard underWay.wait(timeout: deadline()) == .success else {
-            failures.append("round \(round): no value was delivered")
+        // Nothing that the round started (the subscription, its drain, the route) keeps the subject.
+        guard eventually({ releasedSubject == nil }) else {
+            failures.append("round \(round): the subject was not released")
             break
         }
-        window.arm()
-        armed.signal()
-        guard window.reached.wait(timeout: deadline()) == .success else {
-            failures.append("round \(round): no delivery reached the subscriber-call point")
-            break
-        }
-        if releases {
-            holder.mutate { $0 = nil }  // the last reference: its deinit cancels
-        } else {
-            holder.value?.cancel()
-        }
-        probe.stopped.store(true, ordering: .sequentiallyConsistent)
-        window.resume.signal()
-        guard senderDone.wait(timeout: deadline()) == .success, target.flush() else {
-            failures.append("round \(round): the sender or the route did not finish")
-            break
-        }
-        late += probe.late.load(ordering: .relaxed)
-        withExtendedLifetime(holder) {}
     }
     return (late, failures)
 }
