@@ -30,8 +30,9 @@ public final class AtomicBox<Value> {
     @usableFromInline
     let _core: LockCore
 
-    /// The value, in `_core`'s block. The lock, not a runtime check, keeps accesses exclusive: every access holds it,
-    /// and a nested one traps first.
+    /// The value's address in `_core`'s block.
+    ///
+    /// The lock, not a runtime check, keeps accesses exclusive: every access holds it, and a nested one traps first.
     @inlinable
     var _value: UnsafeMutablePointer<Value> {
         self._core.payload(Value.self)

@@ -115,8 +115,9 @@ struct AtomicBoxStorageTests {
             }.reports
             try checks.require(found.count == 1)
             checks.expect(found[0].kind == .lockOrderCycle)
-            checks.expect(found[0].message.contains("\"storage-order-A\" (AtomicBox<Int> made at"), "\(found[0].message)")
-            checks.expect(found[0].message.contains("\"storage-order-B\" (AtomicBox<Int> made at"), "\(found[0].message)")
+            let message = found[0].message
+            checks.expect(message.contains("\"storage-order-A\" (AtomicBox<Int> made at"), "\(message)")
+            checks.expect(message.contains("\"storage-order-B\" (AtomicBox<Int> made at"), "\(message)")
         }
     }
 

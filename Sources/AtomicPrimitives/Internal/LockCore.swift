@@ -66,7 +66,9 @@ package struct LockCore: ~Copyable {
 
     /// Makes a lock outside the lock-order graph and schedule chaos: for the diagnostics' own state.
     ///
-    /// - Parameter payload: As for ``init(name:type:peers:payload:file:line:)``.
+    /// - Parameters:
+    ///   - unobserved: Marks the lock as one the checker does not see.
+    ///   - payload: As for ``init(name:type:peers:payload:file:line:)``.
     package init(unobserved: (), payload: PayloadLayout = LockCore.noPayload) {
         self.mutex = Self.makeBlock(payload)
         #if DEBUG
@@ -111,8 +113,10 @@ package struct LockCore: ~Copyable {
         (UnsafeMutableRawPointer(self.mutex) + Self.ownerOffset).assumingMemoryBound(to: Atomic<UInt>.self)
     }
 
-    /// Where the payload of type `Payload` lives: the lock's owner initializes it after `init`, and deinitializes it
-    /// before the lock is destroyed. Touch its value only while holding the lock.
+    /// Where the payload of type `Payload` lives in the block.
+    ///
+    /// The lock's owner initializes it after `init`, and deinitializes it before the lock is destroyed. Touch its
+    /// value only while holding the lock.
     ///
     /// - Parameter type: The payload's type, whose layout the lock was made with.
     /// - Returns: The payload's address, stable for the lock's life.
