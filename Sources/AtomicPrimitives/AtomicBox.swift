@@ -21,15 +21,27 @@
 /// In debug builds the box's lock joins the lock-order checker (<doc:FindingDeadlocks>); give it a `name` to make
 /// reports easy to read.
 ///
+/// The value lives in one heap block with the lock, as in `NIOLockedValueBox`: taking the lock and changing the value
+/// touch the same memory.
+///
 /// The box is `Sendable` when its value is.
 public final class AtomicBox<Value> {
+    /// The lock, whose block holds the value as its payload.
     @usableFromInline
     let _core: LockCore
 
-    // The lock, not a runtime check, keeps accesses exclusive: every access holds it, and a nested one traps first.
-    @usableFromInline
-    @exclusivity(unchecked)
-    var _value: Value
+    /// The value's address in `_core`'s block.
+    ///
+    /// The lock, not a runtime check, keeps accesses exclusive: every access holds it, and a nested one traps first.
+    @inlinable
+    var _value: UnsafeMutablePointer<Value> {
+        self._core.payload(Value.self)
+    }
+
+    /// The layout the lock makes room for.
+    private static var payload: LockCore.PayloadLayout {
+        (MemoryLayout<Value>.size, MemoryLayout<Value>.alignment)
+    }
 
     /// Creates a box holding `value`.
     ///
@@ -38,8 +50,8 @@ public final class AtomicBox<Value> {
     ///   - file: Where the box is made, for lock-order reports; leave the default.
     ///   - line: Where the box is made, for lock-order reports; leave the default.
     public init(_ value: Value, file: StaticString = #fileID, line: UInt = #line) {
-        self._core = LockCore(type: AtomicBox.self, file: file, line: line)
-        self._value = value
+        self._core = LockCore(type: AtomicBox.self, payload: Self.payload, file: file, line: line)
+        self._value.initialize(to: value)
     }
 
     /// Creates a box holding `value`, with a name for lock-order reports.
@@ -50,14 +62,14 @@ public final class AtomicBox<Value> {
     ///   - file: Where the box is made, for lock-order reports; leave the default.
     ///   - line: Where the box is made, for lock-order reports; leave the default.
     public init(_ value: Value, name: String, file: StaticString = #fileID, line: UInt = #line) {
-        self._core = LockCore(name: name, type: AtomicBox.self, file: file, line: line)
-        self._value = value
+        self._core = LockCore(name: name, type: AtomicBox.self, payload: Self.payload, file: file, line: line)
+        self._value.initialize(to: value)
     }
 
     /// Creates a box whose lock is outside the lock-order checker and schedule chaos: for the diagnostics' own state.
     package init(_ value: Value, unobserved: ()) {
-        self._core = LockCore(unobserved: ())
-        self._value = value
+        self._core = LockCore(unobserved: (), payload: Self.payload)
+        self._value.initialize(to: value)
     }
 
     /// Creates a box whose lock belongs to a class of locks that are never held two at a time.
@@ -68,8 +80,20 @@ public final class AtomicBox<Value> {
         file: StaticString = #fileID,
         line: UInt = #line
     ) {
-        self._core = LockCore(name: name, type: AtomicBox.self, peers: peers, file: file, line: line)
-        self._value = value
+        self._core = LockCore(
+            name: name,
+            type: AtomicBox.self,
+            peers: peers,
+            payload: Self.payload,
+            file: file,
+            line: line
+        )
+        self._value.initialize(to: value)
+    }
+
+    deinit {
+        // Before `_core` frees the block: nobody else can reach the box any more, so no lock is needed.
+        self._value.deinitialize(count: 1)
     }
 
     /// A copy of the value, read under the lock.
@@ -77,7 +101,7 @@ public final class AtomicBox<Value> {
     public var value: Value {
         self._core.lock(file: "AtomicBox.value", line: 0, onReentry: { self._trapReentry() })
         defer { self._core.unlock() }
-        return self._value
+        return self._value.pointee
     }
 
     /// Runs `body` on the value under the lock and returns its result.
@@ -97,7 +121,7 @@ public final class AtomicBox<Value> {
     ) throws(Failure) -> Result {
         self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
         defer { self._core.unlock() }
-        return try body(&self._value)
+        return try body(&self._value.pointee)
     }
 
     /// Whether some thread is inside ``mutate(file:line:_:)`` or reading ``value`` at this instant.
@@ -117,5 +141,5 @@ public final class AtomicBox<Value> {
     }
 }
 
-// Safety: `_value` is only read or written while `_core` is locked.
+// Safety: the value in `_core`'s block is only read or written while `_core` is locked.
 extension AtomicBox: @unchecked Sendable where Value: Sendable {}

@@ -1,22 +1,26 @@
 import Synchronization
 
-/// The mutex behind ``MutexLock`` and ``AtomicBox``: a heap-allocated `pthread_mutex_t` and its owner.
+/// The mutex behind ``MutexLock`` and ``AtomicBox``: a `pthread_mutex_t`, its owner and, for a box, the value, in one
+/// heap block.
 ///
-/// The mutex lives at a stable heap address (never `&self.storedMutex`, which is valid for one call only). The owner
-/// is recorded after locking and cleared before unlocking, with relaxed atomics: one load and one store to lock, one
-/// store to unlock. Before locking, the owner is compared with the caller's thread ID, so that re-entry (a deadlock
-/// waiting to happen) becomes a trap. The owner can only equal the caller's ID if the caller itself stored it and has
-/// not unlocked since, so the check needs no memory ordering.
+/// The block never moves (never `&self.storedMutex`, which is valid for one call only): the mutex at its start, the
+/// owner after it, then the payload the lock guards, if any (``AtomicBox``'s value). Everything a holder writes is in
+/// that block, a cache line for a small value, as `NIOLockedValueBox` keeps its value beside its lock; the struct itself,
+/// stored in the owning object, is never written after `init`, so that threads waiting for the lock do not pull the
+/// holder's line away by reading it.
 ///
-/// In debug builds every lock made with ``init(name:type:peers:file:line:)`` joins the lock-order graph
+/// The owner is recorded after locking and cleared before unlocking, with relaxed atomics: one load and one store to
+/// lock, one store to unlock. Before locking, the owner is compared with the caller's thread ID, so that re-entry (a
+/// deadlock waiting to happen) becomes a trap. The owner can only equal the caller's ID if the caller itself stored it
+/// and has not unlocked since, so the check needs no memory ordering.
+///
+/// In debug builds every lock made with ``init(name:type:peers:payload:file:line:)`` joins the lock-order graph
 /// (``LockOrderChecker``) and is a ``chaosPoint(_:)`` on acquire and release; release builds compile both out.
 @usableFromInline
 package struct LockCore: ~Copyable {
+    /// The start of the block: the mutex.
     @usableFromInline
     let mutex: UnsafeMutablePointer<CMutex>
-
-    @usableFromInline
-    let owner: Atomic<UInt>
 
     #if DEBUG
     /// The lock's node in the lock-order graph, retained by the lock; ``LockOrderKey/unobserved`` for the
@@ -28,23 +32,31 @@ package struct LockCore: ~Copyable {
     let observerSerial: UInt64
     #endif
 
+    /// The size and alignment of what a lock guards in its own block: ``AtomicBox``'s value.
+    package typealias PayloadLayout = (size: Int, alignment: Int)
+
+    /// No payload: a bare lock.
+    package static var noPayload: PayloadLayout { (0, 1) }
+
     /// Makes a lock that joins the lock-order graph in debug builds.
     ///
     /// - Parameters:
     ///   - name: What lock-order reports call it; when `nil`, `type` and the creation site.
     ///   - type: The type that owns the lock, for reports.
     ///   - peers: The class of locks that may never be held two at a time, if the lock belongs to one.
+    ///   - payload: The layout of what the lock guards in its block, left uninitialized for the owner (see
+    ///     ``payload(_:)``); none by default.
     ///   - file: Where the owner was made.
     ///   - line: Where the owner was made.
     package init(
         name: String? = nil,
         type: Any.Type = InternalLock.self,
         peers: LockOrderPeerClass? = nil,
+        payload: PayloadLayout = LockCore.noPayload,
         file: StaticString = #fileID,
         line: UInt = #line
     ) {
-        self.mutex = Self.makeMutex()
-        self.owner = Atomic(0)
+        self.mutex = Self.makeBlock(payload)
         #if DEBUG
         let node = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
         self.observer = LockOrderKey(Unmanaged.passRetained(node).takeUnretainedValue())
@@ -53,38 +65,84 @@ package struct LockCore: ~Copyable {
     }
 
     /// Makes a lock outside the lock-order graph and schedule chaos: for the diagnostics' own state.
-    package init(unobserved: ()) {
-        self.mutex = Self.makeMutex()
-        self.owner = Atomic(0)
+    ///
+    /// - Parameters:
+    ///   - unobserved: Marks the lock as one the checker does not see.
+    ///   - payload: As for ``init(name:type:peers:payload:file:line:)``.
+    package init(unobserved: (), payload: PayloadLayout = LockCore.noPayload) {
+        self.mutex = Self.makeBlock(payload)
         #if DEBUG
         self.observer = .unobserved
         self.observerSerial = 0
         #endif
     }
 
-    private static func makeMutex() -> UnsafeMutablePointer<CMutex> {
-        let mutex = UnsafeMutablePointer<CMutex>.allocate(capacity: 1)
+    /// Where the owner sits in the block: after the mutex.
+    @inlinable
+    static var ownerOffset: Int {
+        let alignment = MemoryLayout<Atomic<UInt>>.alignment
+        return (MemoryLayout<CMutex>.size + alignment - 1) & ~(alignment - 1)
+    }
+
+    /// Where a payload with `alignment` sits in the block: after the owner.
+    @inlinable
+    static func payloadOffset(alignment: Int) -> Int {
+        (Self.ownerOffset + MemoryLayout<Atomic<UInt>>.size + alignment - 1) & ~(alignment - 1)
+    }
+
+    /// The block is a whole number of cache lines, aligned to one, so that a neighbour's writes never share its line.
+    private static var cacheLine: Int { 64 }
+
+    /// Allocates the block with an initialized mutex, an owner of 0 and room for `payload`.
+    private static func makeBlock(_ payload: PayloadLayout) -> UnsafeMutablePointer<CMutex> {
+        let alignment = max(Self.cacheLine, MemoryLayout<CMutex>.alignment, payload.alignment)
+        let end = Self.payloadOffset(alignment: payload.alignment) + payload.size
+        let size = (end + Self.cacheLine - 1) & ~(Self.cacheLine - 1)
+        let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: alignment)
+        (block + Self.ownerOffset).bindMemory(to: Atomic<UInt>.self, capacity: 1).initialize(to: Atomic(0))
+        let mutex = block.bindMemory(to: CMutex.self, capacity: 1)
         mutex.initialize(to: CMutex())
         let result = CLibrary.initialize(mutex)
         precondition(result == 0, "pthread_mutex_init failed with error \(result)")
         return mutex
     }
 
+    /// The thread that holds the mutex, 0 for none, in the block beside it.
+    @inlinable
+    var owner: UnsafeMutablePointer<Atomic<UInt>> {
+        (UnsafeMutableRawPointer(self.mutex) + Self.ownerOffset).assumingMemoryBound(to: Atomic<UInt>.self)
+    }
+
+    /// Where the payload of type `Payload` lives in the block.
+    ///
+    /// The lock's owner initializes it after `init`, and deinitializes it before the lock is destroyed. Touch its
+    /// value only while holding the lock.
+    ///
+    /// - Parameter type: The payload's type, whose layout the lock was made with.
+    /// - Returns: The payload's address, stable for the lock's life.
+    @inlinable
+    package func payload<Payload>(_ type: Payload.Type) -> UnsafeMutablePointer<Payload> {
+        let offset = Self.payloadOffset(alignment: MemoryLayout<Payload>.alignment)
+        // Binding compiles to nothing; it tells the optimizer what the bytes hold, also before the first initialize.
+        return (UnsafeMutableRawPointer(self.mutex) + offset).bindMemory(to: Payload.self, capacity: 1)
+    }
+
     deinit {
         #if DEBUG
         if self.observerSerial != 0 {
-            LockOrderNode.lockDestroyed(self.observer.node, holder: self.owner.load(ordering: .relaxed))
+            LockOrderNode.lockDestroyed(self.observer.node, holder: self.owner.pointee.load(ordering: .relaxed))
         }
         #endif
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
-        if self.owner.load(ordering: .relaxed) != 0 {
+        if self.owner.pointee.load(ordering: .relaxed) != 0 {
             let result = CLibrary.unlock(self.mutex)
             precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
         }
         let result = CLibrary.destroy(self.mutex)
         precondition(result == 0, "pthread_mutex_destroy failed with error \(result)")
+        self.owner.deinitialize(count: 1)
         self.mutex.deinitialize(count: 1)
-        self.mutex.deallocate()
+        UnsafeMutableRawPointer(self.mutex).deallocate()
     }
 
     /// How a re-entry trap names the lock, after its type: its name and where it was made, then where the calling
@@ -113,7 +171,7 @@ package struct LockCore: ~Copyable {
     @inlinable
     package func lock(file: StaticString = #fileID, line: UInt = #line, onReentry: () -> Never) {
         let thread = currentThreadID()
-        if self.owner.load(ordering: .relaxed) == thread {
+        if self.owner.pointee.load(ordering: .relaxed) == thread {
             onReentry()
         }
         #if DEBUG
@@ -124,7 +182,7 @@ package struct LockCore: ~Copyable {
         #endif
         let result = CLibrary.lock(self.mutex)
         precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
-        self.owner.store(thread, ordering: .relaxed)
+        self.owner.pointee.store(thread, ordering: .relaxed)
     }
 
     /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
@@ -140,7 +198,7 @@ package struct LockCore: ~Copyable {
             precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return false
         }
-        self.owner.store(currentThreadID(), ordering: .relaxed)
+        self.owner.pointee.store(currentThreadID(), ordering: .relaxed)
         #if DEBUG
         if self.observerSerial != 0, LockOrderChecking.isOn {
             LockOrderChecker.didAcquire(self.observer, file: file, line: line)
@@ -158,7 +216,7 @@ package struct LockCore: ~Copyable {
             LockOrderChecker.lockWillRelease(self.observerSerial)
         }
         #endif
-        self.owner.store(0, ordering: .relaxed)
+        self.owner.pointee.store(0, ordering: .relaxed)
         let result = CLibrary.unlock(self.mutex)
         precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
         #if DEBUG
@@ -180,7 +238,7 @@ package struct LockCore: ~Copyable {
     /// Whether the calling thread is the one holding the mutex.
     @inlinable
     package var isHeldByCurrentThread: Bool {
-        self.owner.load(ordering: .relaxed) == currentThreadID()
+        self.owner.pointee.load(ordering: .relaxed) == currentThreadID()
     }
 
     /// Whether anyone holds the mutex at this instant: a try-lock probe, released at once if it succeeded.
@@ -204,9 +262,9 @@ package struct LockCore: ~Copyable {
     ///   - deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
     /// - Returns: `false` if the deadline passed, `true` if the condition was signalled (or woke spuriously).
     package func wait(on condition: borrowing ConditionCore, untilUptimeNanoseconds deadline: UInt64) -> Bool {
-        let thread = self.owner.load(ordering: .relaxed)
-        self.owner.store(0, ordering: .relaxed)
-        defer { self.owner.store(thread, ordering: .relaxed) }
+        let thread = self.owner.pointee.load(ordering: .relaxed)
+        self.owner.pointee.store(0, ordering: .relaxed)
+        defer { self.owner.pointee.store(thread, ordering: .relaxed) }
         return condition.wait(releasing: self.mutex, untilUptimeNanoseconds: deadline)
     }
 }

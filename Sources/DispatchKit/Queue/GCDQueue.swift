@@ -259,11 +259,12 @@ public struct GCDQueue: Sendable, Equatable {
         let context = self.marker.lookup.innermostID
         let list = self.marker.record.list
         // The common case, a caller in no sync and in no queue or a global one other than this, has nothing to record
-        // or lend: no entry and no wrapping block.
+        // or lend: no entry and no wrapping block. Nor is it on the main queue, which carries its marker by the time any
+        // GCDQueue exists (see `registerMain()`), so the main-queue doctor has nothing to note.
         if list.innermost == nil && context != self.marker.id
             && (context == 0 || QueueMarker.reading(context, \.isGlobal))
         {
-            return self.dispatch(barrier: barrier, file: file, line: line, work)
+            return self.dispatch(barrier: barrier, offMain: true, file: file, line: line, work)
         }
         self.run(barrier: barrier, list: list, file: file, line: line, work)
     }
@@ -293,31 +294,44 @@ public struct GCDQueue: Sendable, Equatable {
 
     /// Runs `work` on the queue and waits for it, as a barrier or not.
     ///
-    /// This is where a `sync` blocks: the main-queue doctor can name it while it blocks the main queue. In debug
-    /// builds, a call from inside a Swift concurrency task is reported, and a serial queue or a barrier joins the
-    /// lock-order graph as a lock held while `work` runs (on whichever thread runs it: main's blocks run on the main
-    /// thread).
-    private func dispatch(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
-        let call = BlockingCall(
-            api: "GCDQueue.sync(_:)",
-            alternative: "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`",
-            file: file,
-            line: line
-        )
-        BlockingCallCheck.blocking(call) {
-            chaosPoint(.queue)
-            guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
-                return self.dispatchQueue.sync(execute: work)
-            }
-            LockOrderChecker.willAcquire(lock, file: file, line: line)
-            let held = {
-                LockOrderChecker.didAcquire(lock, file: file, line: line)
-                defer { LockOrderChecker.didRelease(lock) }
-                work()
-            }
-            if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
-            self.dispatchQueue.sync(execute: held)
+    /// This is where a `sync` blocks: the main-queue doctor can name it while it blocks the main queue, unless
+    /// `offMain` says the caller is known not to run there. In debug builds, a call from inside a Swift concurrency
+    /// task is reported, and a serial queue or a barrier joins the lock-order graph as a lock held while `work` runs
+    /// (on whichever thread runs it: main's blocks run on the main thread).
+    private func dispatch(
+        barrier: Bool,
+        offMain: Bool = false,
+        file: StaticString,
+        line: UInt,
+        _ work: () -> Void
+    ) {
+        let api: StaticString = "GCDQueue.sync(_:)"
+        let alternative: StaticString =
+            "an actor, or `await withCheckedContinuation { c in queue.async { …; c.resume() } }`"
+        guard offMain else {
+            let call = BlockingCall(api: api, alternative: alternative, file: file, line: line)
+            return BlockingCallCheck.blocking(call) { self.wait(barrier: barrier, file: file, line: line, work) }
         }
+        // What `blocking` does, less the doctor's note, which only a call on the main queue needs.
+        BlockingCallCheck.warnIfInsideTask(api: api, alternative: alternative, file: file, line: line)
+        self.wait(barrier: barrier, file: file, line: line, work)
+    }
+
+    /// The part of ``dispatch(barrier:offMain:file:line:_:)`` that waits: `work` on the queue, seen by schedule chaos
+    /// and the lock-order checker.
+    private func wait(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
+        chaosPoint(.queue)
+        guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
+            return self.dispatchQueue.sync(execute: work)
+        }
+        LockOrderChecker.willAcquire(lock, file: file, line: line)
+        let held = {
+            LockOrderChecker.didAcquire(lock, file: file, line: line)
+            defer { LockOrderChecker.didRelease(lock) }
+            work()
+        }
+        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
+        self.dispatchQueue.sync(execute: held)
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,
