@@ -304,24 +304,22 @@ struct QueueSafeValueCombiningTests {
 }
 
 /// A suspended `set(newValue:)` cancelled at each moment of its combining: the schedule chaos's point observer cancels
-/// its task exactly at the releaser's k-th hand-over point. Before the releaser took it out of the queue, it fails
+/// its task exactly at the k-th hand-over point after the hold lets go. Before the releaser took it out of the queue, it fails
 /// with `cancelled` and is never applied; after, it is applied and returns its result. Each run in a process of its
 /// own, since schedule chaos and its observer are global.
 @Suite("QueueSafeValue: a cancellation racing combining", .timeLimit(.minutes(2)))
 struct QueueSafeValueCombiningCancellationTests {
-    /// Cancels a task when the releasing thread reaches its k-th hand-over point.
-    final class CancelAtPoint: @unchecked Sendable {
-        // Safety: written before the releaser starts, read only by the releaser's own points.
-        private let state = AtomicBox<(thread: UInt, remaining: Int, task: Task<Result<Int, QueueSafeValueError>, Never>?)>(
-            (0, 0, nil)
-        )
+    /// Cancels a task when the value's hand-over points, on whichever thread releases the turn, reach the k-th since
+    /// it was armed. (The hold's release may run on its queue's thread, if the hold's closure has not yet returned.)
+    final class CancelAtPoint: Sendable {
+        private let state = AtomicBox<(remaining: Int, task: Task<Result<Int, QueueSafeValueError>, Never>?)>((0, nil))
 
-        func arm(thread: UInt, at point: Int, task: Task<Result<Int, QueueSafeValueError>, Never>) {
-            self.state.mutate { $0 = (thread, point, task) }
+        func arm(at point: Int, task: Task<Result<Int, QueueSafeValueError>, Never>) {
+            self.state.mutate { $0 = (point, task) }
         }
 
         func observe(_ point: ChaosPoint) {
-            guard case .turnHandOver = point, currentThreadID() == self.state.value.thread else { return }
+            guard case .turnHandOver = point else { return }
             let due: Task<Result<Int, QueueSafeValueError>, Never>? = self.state.mutate { state in
                 state.remaining -= 1
                 return state.remaining == 0 ? state.task : nil
@@ -351,7 +349,7 @@ struct QueueSafeValueCombiningCancellationTests {
                         after.signal()
                     }
                     guard eventually({ value.waitingCommandCount == 2 }) else { return -2 }
-                    window.arm(thread: currentThreadID(), at: point, task: task)
+                    window.arm(at: point, task: task)
                     hold.release()
                     return after.wait(timeout: deadline()) == .success ? saw.value : -3
                 }
