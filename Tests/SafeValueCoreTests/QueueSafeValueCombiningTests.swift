@@ -253,6 +253,8 @@ struct QueueSafeValueCombiningTests {
                     try checks.require(eventually { value!.waitingCommandCount == queued + 1 })
                     queuedOrder.append((id, highest))
                 }
+                // A kept command object keeps only a husk: the value must still be destroyed once the commands end.
+                let husk = value!.wait.lowestPriority
                 value = nil  // the holder goes while the commands wait; only they keep the value now
                 checks.expect(destroyed.value.isEmpty)
                 hold.release()
@@ -270,6 +272,8 @@ struct QueueSafeValueCombiningTests {
                     order.first == 0 && order.sorted() == Array(0...queuedOrder.count),
                     "round \(round): destroyed \(order)"
                 )
+                let late = husk.get().map { _ in 0 }
+                checks.expect(late == .failure(.valueContainerDeinited))
                 if order.sorted() != Array(0...queuedOrder.count) { return }
             }
         }
