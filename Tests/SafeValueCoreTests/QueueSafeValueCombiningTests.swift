@@ -5,8 +5,9 @@ import SafeValueCore
 import TestSupport
 import Testing
 
-/// Flat combining: a waiting `get()` or `set(newValue:)`, `wait` or `suspend`, is applied by the holder that releases
-/// the turn. The contract stays: strict priority, FIFO within a priority, one thread's commands in issue order, a
+/// Flat combining: a waiting `get()` or `set(newValue:)`, `wait` or `suspend`, is applied by the releasing holder.
+///
+/// The contract stays: strict priority, FIFO within a priority, one thread's commands in issue order, a
 /// suspended command cancelled before it is applied never runs, the value outlives the last applied command.
 @Suite("QueueSafeValue: combined commands keep the contract", .timeLimit(.minutes(2)))
 struct QueueSafeValueCombiningTests {
@@ -175,7 +176,9 @@ struct QueueSafeValueCombiningTests {
                         log.mutate { $0.append(seen) }
                         // A read sees this thread's last write, or a later write of another thread.
                         if seen >> 32 == thread && seen & 0xFFFF_FFFF != lastWrite {
-                            violations.mutate { $0.append("thread \(thread) wrote \(lastWrite), then read \(seen & 0xFFFF_FFFF)") }
+                            violations.mutate {
+                                $0.append("thread \(thread) wrote \(lastWrite), then read \(seen & 0xFFFF_FFFF)")
+                            }
                         }
                     case 7..<9:
                         waits.set { current in
@@ -227,7 +230,9 @@ struct QueueSafeValueCombiningTests {
         deinit { self.destroyed.mutate { $0.append(self.id) } }
     }
 
-    @Test("the holder released while combined commands wait: each still applies, and each value is destroyed exactly once, the last after them")
+    @Test(
+        "the holder released while combined commands wait: each still applies, and each value is destroyed exactly once, the last after them"
+    )
     func holderReleasedWhileCombinedCommandsWait() async throws {
         try await offPoolTest { checks in
             var random = PropertyRun.random(0x26_03)
@@ -292,7 +297,9 @@ struct QueueSafeValueCombiningTests {
                 done.enter()
                 onNewThread {
                     if step.isMultiple(of: 2) {
-                        if case .success(let seen) = value.wait.lowestPriority.get() { reads.mutate { $0[step] = seen } }
+                        if case .success(let seen) = value.wait.lowestPriority.get() {
+                            reads.mutate { $0[step] = seen }
+                        }
                     } else {
                         value.wait.lowestPriority.set(newValue: step)
                     }
@@ -307,10 +314,11 @@ struct QueueSafeValueCombiningTests {
     }
 }
 
-/// A suspended `set(newValue:)` cancelled at each moment of its combining: the schedule chaos's point observer cancels
-/// its task exactly at the k-th hand-over point after the hold lets go. Before the releaser took it out of the queue, it fails
-/// with `cancelled` and is never applied; after, it is applied and returns its result. Each run in a process of its
-/// own, since schedule chaos and its observer are global.
+/// A suspended `set(newValue:)` cancelled at each moment of its combining.
+///
+/// The schedule chaos's point observer cancels its task exactly at the k-th hand-over point after the hold lets go.
+/// Before the releaser took it out of the queue, it fails with `cancelled` and is never applied; after, it is applied
+/// and returns its result. Each run in a process of its own, since schedule chaos and its observer are global.
 @Suite("QueueSafeValue: a cancellation racing combining", .timeLimit(.minutes(2)))
 struct QueueSafeValueCombiningCancellationTests {
     /// Cancels a task when the value's hand-over points, on whichever thread releases the turn, reach the k-th since
@@ -332,7 +340,10 @@ struct QueueSafeValueCombiningCancellationTests {
         }
     }
 
-    @Test("cancelled before it is applied: fails with cancelled and never applies; after: returns its result", arguments: 1...4)
+    @Test(
+        "cancelled before it is applied: fails with cancelled and never applies; after: returns its result",
+        arguments: 1...4
+    )
     func cancellationRacesCombining(point: Int) async {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) { [point] in
             let window = CancelAtPoint()

@@ -34,7 +34,9 @@ struct TurnStateMachineTests {
         }
     }
 
-    @Test("a command arriving at the lock takes a free turn, marks a held one, queues behind a contended one, fails on a retired one")
+    @Test(
+        "a command arriving at the lock takes a free turn, marks a held one, queues behind a contended one, fails on a retired one"
+    )
     func arrival() {
         let machine = Machine()
         #expect(machine.commandArrived(turn: TurnEngine.free) == .take)
@@ -141,7 +143,10 @@ struct TurnStateMachineTests {
         }
     }
 
-    @Test("releasing the holder: retires a free turn, marks a held one, leaves a contended or retired one", arguments: words)
+    @Test(
+        "releasing the holder: retires a free turn, marks a held one, leaves a contended or retired one",
+        arguments: words
+    )
     func holderReleased(turn: Int) {
         var machine = Machine()
         let action = machine.holderReleased(turn: turn)

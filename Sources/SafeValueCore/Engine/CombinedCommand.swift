@@ -39,8 +39,10 @@ class CombinedCommand: @unchecked Sendable {
         preconditionFailure("CombinedCommand.apply() is implemented by CombinedValueCommand")
     }
 
-    /// Gives the applied command its result: wakes its thread, or resumes its task with
-    /// ``TurnEngine/Acquisition/applied``. Off the turn: the releaser has handed the turn on first.
+    /// Gives the applied command its result.
+    ///
+    /// Wakes its thread, or resumes its task with ``TurnEngine/Acquisition/applied``. Off the turn: the releaser has
+    /// handed the turn on first.
     func wakeApplied() {
         self.wasApplied = true
         switch self.wake {

@@ -125,8 +125,10 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     let closureThread = Atomic<UInt>(0)
 
-    /// Whether the value's holder still exists, for the lock-free check of every command: commands issued after it
-    /// was released fail. Mirrors ``TurnStateMachine/isHolderAlive``, written with it under the lock.
+    /// Whether the value's holder still exists.
+    ///
+    /// For the lock-free check of every command: commands issued after it was released fail. Mirrors
+    /// ``TurnStateMachine/isHolderAlive``, written with it under the lock.
     @usableFromInline
     let holderIsAlive = Atomic<Bool>(true)
 
@@ -191,7 +193,11 @@ final class TurnEngine: @unchecked Sendable {
     }
 
     /// Under the lock: takes the turn if it is free, or queues `waiter` as the machine decides.
-    private func claimOrEnqueue(_ waiter: @autoclosure () -> Waiter, id: UInt64? = nil, priority: CommandPriority)
+    private func claimOrEnqueue(
+        _ waiter: @autoclosure () -> Waiter,
+        id: UInt64? = nil,
+        priority: CommandPriority
+    )
         -> Claim
     {
         while true {
@@ -351,6 +357,7 @@ final class TurnEngine: @unchecked Sendable {
     /// ``HandOff/combine(_:_:)``: granting it applies that command and those after it.
     ///
     /// - Parameter combinedSoFar: How many combined commands the caller applied in a row before this release.
+    /// - Returns: What the caller must ``HandOff/grant()``, or `nil` when the turn is free.
     @inlinable
     func release(combinedSoFar: Int = 0) -> HandOff? {
         chaosPoint(.turnHandOver)
