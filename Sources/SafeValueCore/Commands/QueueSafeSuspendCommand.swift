@@ -20,6 +20,9 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
 
     /// Reads the value.
     ///
+    /// When it has to wait, the command that releases the value may read it for this task (flat combining), in its
+    /// place in the queue. A cancellation that comes after it was read returns the value, not `cancelled`.
+    ///
     /// - Parameter isolation: The caller's actor; leave the default.
     /// - Returns: A copy of the value, or why the command did not run.
     @inlinable
@@ -39,6 +42,11 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     }
 
     /// Replaces the value.
+    ///
+    /// When it has to wait, the command that releases the value may apply it for this task (flat combining), in its
+    /// place in the queue, so that the value need not wait for the task to be scheduled; the replaced value may then
+    /// be destroyed on that command's thread. A cancellation that comes after it was applied does not undo it: the
+    /// command returns its result.
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor; leave the default.

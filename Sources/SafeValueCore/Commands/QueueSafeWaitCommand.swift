@@ -25,6 +25,9 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Reads the value.
     ///
+    /// When it has to wait, the command that releases the value may read it for this thread (flat combining), in
+    /// its place in the queue, so that the value does not wait for this thread to wake.
+    ///
     /// - Parameters:
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
@@ -131,6 +134,10 @@ public struct QueueSafeWaitCommand<Value> {
     }
 
     /// Replaces the value.
+    ///
+    /// When it has to wait, the command passes no closure, so the command that releases the value may apply it
+    /// for this thread (flat combining), in its place in the queue: the replaced value may then be destroyed on
+    /// that thread. This call returns once the new value is in place either way.
     ///
     /// - Parameters:
     ///   - newValue: The new value.
