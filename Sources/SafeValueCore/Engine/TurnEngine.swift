@@ -111,7 +111,7 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline static let free = 0
     /// A command holds the turn, nobody waits, and the holder lives: the release can just free it.
     @usableFromInline static let held = 1
-    /// A command holds the turn, and either commands may wait in `pending` or the holder is gone.
+    /// A command holds the turn, and either commands may wait in the machine's queue or the holder is gone.
     @usableFromInline static let contended = 2
     /// The holder is gone and no command runs or waits: whoever retired the turn destroys the value, the turn is
     /// nobody's for ever, and every command fails.
