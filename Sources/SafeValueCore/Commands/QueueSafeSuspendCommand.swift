@@ -20,11 +20,14 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
 
     /// Reads the value.
     ///
+    /// When it has to wait, the command that releases the value may read it for this task (flat combining), in its
+    /// place in the queue. A cancellation that comes after it was read returns the value, not `cancelled`.
+    ///
     /// - Parameter isolation: The caller's actor; leave the default.
     /// - Returns: A copy of the value, or why the command did not run.
     @inlinable
     public func get(isolation: isolated (any Actor)? = #isolation) async -> Result<Value, QueueSafeValueError> {
-        await self.perform(isolation: isolation) { $0 }
+        await self.performCombinable(isolation: isolation, .get)
     }
 
     /// Reads the value, or throws why the command did not run: ``get(isolation:)`` without a `Result` to unpack.
@@ -35,10 +38,15 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     ///   when the task was cancelled before the command got the value.
     @inlinable
     public func read(isolation: isolated (any Actor)? = #isolation) async throws(QueueSafeValueError) -> Value {
-        try await self.perform(isolation: isolation) { $0 }.get()
+        try await self.performCombinable(isolation: isolation, .get).get()
     }
 
     /// Replaces the value.
+    ///
+    /// When it has to wait, the command that releases the value may apply it for this task (flat combining), in its
+    /// place in the queue, so that the value need not wait for the task to be scheduled; the replaced value may then
+    /// be destroyed on that command's thread. A cancellation that comes after it was applied does not undo it: the
+    /// command returns its result.
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor; leave the default.
@@ -50,10 +58,7 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
         isolation: isolated (any Actor)? = #isolation,
         newValue: Value
     ) async -> Result<Value, QueueSafeValueError> {
-        await self.perform(isolation: isolation) { value in
-            value = newValue
-            return value
-        }
+        await self.performCombinable(isolation: isolation, .set(newValue))
     }
 
     /// Changes the value in place.
@@ -103,9 +108,34 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
             case .acquired: break
             case .cancelled: return .failure(.cancelled)
             case .valueDestroyed: return .failure(.valueContainerDeinited)
+            case .applied: preconditionFailure("QueueSafeSuspendCommand: a command with a closure was applied")
             }
         }
         defer { engine.release()?.grant() }
         return .success(self.storage.runClosure(body))
+    }
+
+    /// Runs a command that passes no closure: as ``perform(isolation:_:)`` when the value is free; when it is held,
+    /// the command queues with what it must do, and the holder that releases the turn may apply it for this task
+    /// (``CombinedCommand``), so that the turn does not wait for the task to be scheduled.
+    @inlinable
+    func performCombinable(
+        isolation: isolated (any Actor)?,
+        _ operation: CombinedValueCommand<Value>.Operation
+    ) async -> Result<Value, QueueSafeValueError> {
+        let engine = self.storage.engine
+        guard engine.isHolderAlive else { return .failure(.valueContainerDeinited) }
+        if Task.isCancelled { return .failure(.cancelled) }
+        if !engine.tryAcquire() {
+            let command = CombinedValueCommand(storage: self.storage, operation: operation)
+            switch await engine.acquireSuspending(self.priority, combined: command) {
+            case .acquired: break
+            case .applied: return .success(command.result.unsafelyUnwrapped)
+            case .cancelled: return .failure(.cancelled)
+            case .valueDestroyed: return .failure(.valueContainerDeinited)
+            }
+        }
+        defer { engine.release()?.grant() }
+        return .success(self.storage.runClosure { value in operation.apply(to: &value) })
     }
 }

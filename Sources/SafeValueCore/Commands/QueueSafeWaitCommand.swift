@@ -25,6 +25,9 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Reads the value.
     ///
+    /// When it has to wait, the command that releases the value may read it for this thread (flat combining), in
+    /// its place in the queue, so that the value does not wait for this thread to wake.
+    ///
     /// - Parameters:
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
@@ -37,7 +40,7 @@ public struct QueueSafeWaitCommand<Value> {
     )
     @inlinable
     public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
-        self.perform(.get, file: file, line: line) { $0 }
+        self.performCombinable(.get, .get, file: file, line: line)
     }
 
     /// Reads the value, or throws why the command did not run: ``get(file:line:)`` without a `Result` to unpack.
@@ -68,7 +71,7 @@ public struct QueueSafeWaitCommand<Value> {
     )
     @inlinable
     public func read(file: StaticString = #fileID, line: UInt = #line) throws(QueueSafeValueError) -> Value {
-        try self.perform(.get, file: file, line: line) { $0 }.get()
+        try self.performCombinable(.get, .get, file: file, line: line).get()
     }
 
     /// Runs `completion` with the value while holding it.
@@ -132,6 +135,10 @@ public struct QueueSafeWaitCommand<Value> {
 
     /// Replaces the value.
     ///
+    /// When it has to wait, the command passes no closure, so the command that releases the value may apply it
+    /// for this thread (flat combining), in its place in the queue: the replaced value may then be destroyed on
+    /// that thread. This call returns once the new value is in place either way.
+    ///
     /// - Parameters:
     ///   - newValue: The new value.
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
@@ -150,10 +157,7 @@ public struct QueueSafeWaitCommand<Value> {
         file: StaticString = #fileID,
         line: UInt = #line
     ) -> Result<Value, QueueSafeValueError> {
-        self.perform(.setNewValue, file: file, line: line) { value in
-            value = newValue
-            return value
-        }
+        self.performCombinable(.setNewValue, .set(newValue), file: file, line: line)
     }
 
     /// Changes the value in place.
@@ -276,6 +280,49 @@ public struct QueueSafeWaitCommand<Value> {
             engine.release()?.grant()
         }
         return .success(self.storage.runClosure(body))
+    }
+
+    /// Runs a command that passes no closure: as ``perform(_:file:line:_:)`` when the value is free; when it is
+    /// held, the command queues with what it must do, and the holder that releases the turn may apply it for this
+    /// thread (``CombinedCommand``) instead of waking it to do it.
+    @inlinable
+    func performCombinable(
+        _ form: WaitCommandForm,
+        _ operation: CombinedValueCommand<Value>.Operation,
+        file: StaticString,
+        line: UInt
+    ) -> Result<Value, QueueSafeValueError> {
+        if let refusal = self.refusal { return .failure(refusal) }
+        let storage = self.storage
+        self.willAcquire(file: file, line: line)
+        if !storage.engine.tryAcquire() {
+            let command = CombinedValueCommand(storage: storage, operation: operation)
+            switch self.combineInLine(form, command, file: file, line: line) {
+            case .holdsTurn: break
+            case .applied: return .success(command.result.unsafelyUnwrapped)
+            case .valueDestroyed: return .failure(.valueContainerDeinited)
+            }
+        }
+        LockOrderChecker.didAcquire(storage.lockOrder, file: file, line: line)
+        defer {
+            LockOrderChecker.didRelease(storage.lockOrder)
+            storage.engine.release()?.grant()
+        }
+        return .success(storage.runClosure { value in operation.apply(to: &value) })
+    }
+
+    /// The turn is held: queues `command` for it, a blocking call to the report of one made from inside a task and
+    /// to the main-queue doctor.
+    @usableFromInline
+    func combineInLine(
+        _ form: WaitCommandForm,
+        _ command: CombinedValueCommand<Value>,
+        file: StaticString,
+        line: UInt
+    ) -> TurnEngine.Combining {
+        BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
+            self.storage.engine.combineBlocking(command, priority: self.priority)
+        }
     }
 
     /// How the report of a blocking call from inside a task, and the main-queue doctor, name the `wait` command

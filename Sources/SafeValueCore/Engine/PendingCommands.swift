@@ -1,4 +1,4 @@
-/// The commands waiting for a value's turn, in the order they get it: the pure state machine behind ``TurnEngine``.
+/// The commands waiting for a value's turn, in the order they get it: the queue inside ``TurnStateMachine``.
 ///
 /// Every highest-priority waiter comes before any lowest-priority one; within a priority, first in, first out.
 struct PendingCommands<Waiter> {

@@ -5,23 +5,32 @@ import Synchronization
 /// Who holds a value's turn and who waits for it, with the lock that guards that: everything about a command queue
 /// that does not depend on the value's type.
 ///
+/// A thin shell around ``TurnStateMachine``: it keeps the lock-free fast path (the turn word), takes the lock to ask
+/// the machine what an event leads to, and acts outside the lock (grants, resumes, sends jobs, applies combined
+/// commands, destroys the value).
+///
 /// Being non-generic, it costs no generic-metadata look-ups on the hot path, whatever the value's type.
 @usableFromInline
 final class TurnEngine: @unchecked Sendable {
     /// How a waiting command is told that the turn is now its own.
     @usableFromInline
-    enum Waiter {
+    enum Waiter: TurnWaiter {
         /// A thread blocked in a `wait` command.
         case thread(ParkedThread)
-        /// An `async` command: its job is sent to its queue. A job runs the command and returns the waiter that now
-        /// holds the turn, for ``TurnEngine/runJobs(_:on:)`` to continue with.
-        case job(DispatchQueue, @Sendable () -> Waiter?)
+        /// An `async` command: its job is sent to its queue. A job runs the command and returns what its release
+        /// handed on, for ``TurnEngine/runJobs(_:on:)`` to continue with.
+        case job(DispatchQueue, @Sendable () -> HandOff?)
         /// A suspended `suspend` command: resumed with ``Acquisition/acquired``.
         case task(UnsafeContinuation<Acquisition, Never>)
-        /// Nobody: the holder is gone and no command is left, so the value is destroyed. Holds the value's owner, so
-        /// that it lives until it has destroyed the value, whoever let go of it last.
-        case retire(any ValueOwner)
+        /// A `get()` or `set(newValue:)`, `wait` or `suspend`, that a releaser may apply for it.
+        case combined(CombinedCommand)
 
+        var isCombinable: Bool {
+            if case .combined = self { return true }
+            return false
+        }
+
+        /// Hands the waiter the turn.
         @usableFromInline
         func grant() {
             switch self {
@@ -31,6 +40,36 @@ final class TurnEngine: @unchecked Sendable {
                 queue.async { TurnEngine.runJobs(job, on: queue) }
                 MainQueueDoctor.noteSend(to: queue)
             case .task(let continuation): continuation.resume(returning: .acquired)
+            case .combined(let command): command.grantTurn()
+            }
+        }
+
+        /// Tells a waiter whose task was cancelled that it left the queue.
+        func resumeCancelled() {
+            switch self {
+            case .task(let continuation): continuation.resume(returning: .cancelled)
+            case .combined(let command): command.resumeCancelled()
+            case .thread, .job: preconditionFailure("TurnEngine: only a suspend command is cancelled while it waits")
+            }
+        }
+    }
+
+    /// What a release leaves its caller to do, outside the lock: ``grant()`` it.
+    @usableFromInline
+    enum HandOff {
+        /// Hand the turn to this waiter.
+        case grant(Waiter)
+        /// Apply this combined command, and those after it, under the turn (``TurnEngine/combine(from:)``).
+        case combine(TurnEngine, CombinedCommand)
+        /// Nobody: the holder is gone and no command is left, so the value is destroyed. Holds the value's owner, so
+        /// that it lives until it has destroyed the value, whoever let go of it last.
+        case retire(any ValueOwner)
+
+        @usableFromInline
+        func grant() {
+            switch self {
+            case .grant(let waiter): waiter.grant()
+            case .combine(let engine, let command): engine.combine(from: command)
             case .retire(let owner): owner.destroyValue()
             }
         }
@@ -41,9 +80,22 @@ final class TurnEngine: @unchecked Sendable {
     enum Acquisition: Sendable {
         /// It holds the turn.
         case acquired
+        /// A releaser applied its combined command: its result is ready, and it does not hold the turn.
+        case applied
         /// Its task was cancelled first; it does not hold the turn.
         case cancelled
         /// The holder was released and the value destroyed first; it does not hold the turn.
+        case valueDestroyed
+    }
+
+    /// How a blocking combined command's wait ended.
+    @usableFromInline
+    enum Combining {
+        /// It holds the turn: it applies itself and releases the turn.
+        case holdsTurn
+        /// A releaser applied it: its result is ready.
+        case applied
+        /// The value was destroyed first.
         case valueDestroyed
     }
 
@@ -51,7 +103,7 @@ final class TurnEngine: @unchecked Sendable {
     ///
     /// A command on a free value takes the turn with one compare-and-exchange and gives it back with another; the
     /// lock and the queues are used only once somebody has to wait, as in a futex-based mutex. `contended` sends the
-    /// release to the lock, to hand the turn to the next command in `pending` or to destroy the value.
+    /// release to the lock, where ``TurnStateMachine`` picks the next holder or retires the turn.
     @usableFromInline
     let turn = Atomic<Int>(TurnEngine.free)
 
@@ -59,22 +111,24 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline static let free = 0
     /// A command holds the turn, nobody waits, and the holder lives: the release can just free it.
     @usableFromInline static let held = 1
-    /// A command holds the turn, and either commands may wait in `pending` or the holder is gone.
+    /// A command holds the turn, and either commands may wait in the machine's queue or the holder is gone.
     @usableFromInline static let contended = 2
     /// The holder is gone and no command runs or waits: whoever retired the turn destroys the value, the turn is
     /// nobody's for ever, and every command fails.
     @usableFromInline static let retired = 3
 
-    // Safety: `pending` and `nextWaiterID` are only touched while `lock` is held.
+    // Safety: `machine` is only touched while `lock` is held.
     private let lock = MutexLock()
-    private var pending = PendingCommands<Waiter>()
-    private var nextWaiterID: UInt64 = 0
+    private var machine = TurnStateMachine<Waiter>()
 
     /// The thread running one of the value's command closures, or 0.
     @usableFromInline
     let closureThread = Atomic<UInt>(0)
 
-    /// Whether the value's holder still exists: commands issued after it was released fail.
+    /// Whether the value's holder still exists.
+    ///
+    /// For the lock-free check of every command: commands issued after it was released fail. Mirrors
+    /// ``TurnStateMachine/isHolderAlive``, written with it under the lock.
     @usableFromInline
     let holderIsAlive = Atomic<Bool>(true)
 
@@ -86,7 +140,7 @@ final class TurnEngine: @unchecked Sendable {
     }
 
     // Safety: written once, by the owner's initializer, before the engine is shared. Unowned, since the owner owns
-    // the engine; whoever calls `release()` or `holderReleased()` keeps the owner alive for the call, and the waiter
+    // the engine; whoever calls `release()` or `holderReleased()` keeps the owner alive for the call, and the hand-off
     // that `handOver()` returns to destroy the value holds it strongly.
     private unowned(unsafe) var owner: (any ValueOwner)?
 
@@ -117,7 +171,7 @@ final class TurnEngine: @unchecked Sendable {
 
     /// How many commands wait for the turn now.
     var waitingCount: Int {
-        self.lock.withLock { self.pending.count }
+        self.lock.withLock { self.machine.waitingCount }
     }
 
     // MARK: Taking the turn
@@ -132,41 +186,36 @@ final class TurnEngine: @unchecked Sendable {
     private enum Claim {
         /// It holds the turn now.
         case taken
-        /// It must queue (the turn is marked contended, so that its release looks at `pending`).
-        case mustQueue
+        /// It is queued (the turn is marked contended, so that its release looks at the queue).
+        case queued
         /// The value is destroyed: it fails.
         case retired
     }
 
-    /// Under the lock: takes the turn if it is free, or marks it contended so that its release looks at `pending`.
-    private func claimOrMarkContended() -> Claim {
+    /// Under the lock: takes the turn if it is free, or queues `waiter` as the machine decides.
+    private func claimOrEnqueue(
+        _ waiter: @autoclosure () -> Waiter,
+        id: UInt64? = nil,
+        priority: CommandPriority
+    )
+        -> Claim
+    {
         while true {
-            switch self.turn.load(ordering: .relaxed) {
-            case Self.free:
+            switch self.machine.commandArrived(turn: self.turn.load(ordering: .relaxed)) {
+            case .take:
                 if self.tryAcquire() { return .taken }
-            case Self.held:
-                let marked = self.turn.compareExchange(
-                    expected: Self.held,
-                    desired: Self.contended,
-                    ordering: .relaxed
-                )
-                if marked.exchanged { return .mustQueue }
-            case Self.contended:
-                return .mustQueue
-            default:
+            case .markContendedAndQueue:
+                let marked = self.turn.compareExchange(expected: Self.held, desired: Self.contended, ordering: .relaxed)
+                guard marked.exchanged else { continue }
+                self.machine.enqueue(waiter(), id: id ?? self.machine.nextID(), priority: priority)
+                return .queued
+            case .queue:
+                self.machine.enqueue(waiter(), id: id ?? self.machine.nextID(), priority: priority)
+                return .queued
+            case .refuse:
                 return .retired
             }
         }
-    }
-
-    /// Queues `waiter` unless the turn can be taken at once or the value is destroyed; call with the lock held.
-    private func claimOrEnqueue(_ waiter: @autoclosure () -> Waiter, priority: CommandPriority) -> Claim {
-        let claim = self.claimOrMarkContended()
-        if case .mustQueue = claim {
-            self.nextWaiterID &+= 1
-            self.pending.enqueue(waiter(), id: self.nextWaiterID, priority: priority)
-        }
-        return claim
     }
 
     /// The turn is taken: queues at once, behind every pending command that comes before this one, and waits there
@@ -184,15 +233,39 @@ final class TurnEngine: @unchecked Sendable {
             return true
         case .retired:
             return false
-        case .mustQueue:
-            #if DEBUG
-            // The command is queued: from here on it waits, and is pending.
-            self.lock.withLock { self.waitObserver }?(priority == .highest)
-            #endif
+        case .queued:
+            self.observeWaiting(priority)
             thread.waitForGrant()
             self.tookTurnOver()
             return true
         }
+    }
+
+    /// As ``acquireBlockingSlowly(_:)``, for a command that passes no closure: queued, it may be applied by the
+    /// releaser instead of being handed the turn.
+    @usableFromInline
+    func combineBlocking(_ command: CombinedCommand, priority: CommandPriority) -> Combining {
+        let thread = ParkedThread()
+        command.wake = .thread(thread)
+        switch self.lock.withLock({ self.claimOrEnqueue(.combined(command), priority: priority) }) {
+        case .taken:
+            return .holdsTurn
+        case .retired:
+            return .valueDestroyed
+        case .queued:
+            self.observeWaiting(priority)
+            thread.waitForGrant()
+            if command.wasApplied { return .applied }
+            self.tookTurnOver()
+            return .holdsTurn
+        }
+    }
+
+    /// Debug builds: the command is queued; from here on it waits, and is pending.
+    private func observeWaiting(_ priority: CommandPriority) {
+        #if DEBUG
+        self.lock.withLock { self.waitObserver }?(priority == .highest)
+        #endif
     }
 
     /// Sends `job` to `queue` once it holds the turn, at once if the turn is free.
@@ -200,11 +273,11 @@ final class TurnEngine: @unchecked Sendable {
     /// Never blocks.
     /// - Returns: `false` if the value was destroyed first (its holder is gone): the job will never run.
     @usableFromInline
-    func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> Waiter?) -> Bool {
+    func submit(_ priority: CommandPriority, on queue: DispatchQueue, job: @escaping @Sendable () -> HandOff?) -> Bool {
         if !self.tryAcquire() {
             switch self.lock.withLock({ self.claimOrEnqueue(.job(queue, job), priority: priority) }) {
             case .taken: break
-            case .mustQueue: return true
+            case .queued: return true
             case .retired: return false
             }
         }
@@ -215,47 +288,54 @@ final class TurnEngine: @unchecked Sendable {
     /// Runs `job` on `queue`, then every job the turn passes to next that belongs on the same queue, inline.
     ///
     /// Handing the turn to a job for the queue we are already on needs no dispatch: running it here keeps it on its
-    /// queue and in order, and saves a dispatch per command. Any other waiter is granted as usual. A job returns a
-    /// waiter only when none of the user's code runs between its release and the next command, so chaining can
+    /// queue and in order, and saves a dispatch per command. Any other hand-off is granted as usual. A job returns a
+    /// hand-off only when none of the user's code runs between its release and the next command, so chaining can
     /// never leave a waiting command behind a completion that blocks.
-    static func runJobs(_ job: @Sendable () -> Waiter?, on queue: DispatchQueue) {
+    static func runJobs(_ job: @Sendable () -> HandOff?, on queue: DispatchQueue) {
         var next = job()
-        while let waiter = next {
-            guard case .job(let nextQueue, let nextJob) = waiter, nextQueue === queue else {
-                return waiter.grant()
+        while let handOff = next {
+            guard case .grant(.job(let nextQueue, let nextJob)) = handOff, nextQueue === queue else {
+                return handOff.grant()
             }
             next = nextJob()
         }
     }
 
-    /// Suspends the calling task until it holds the turn, without blocking a thread.
+    /// Suspends the calling task until it holds the turn, without blocking a thread; with `combined`, a releaser may
+    /// apply the command instead (``Acquisition/applied``).
     ///
-    /// - Returns: ``Acquisition/acquired`` once it holds the turn, or why it gave up without it.
+    /// A cancellation and the hand-over race for the command under the lock: if the cancellation takes it out of the
+    /// queue first, it never runs and returns ``Acquisition/cancelled``; once the hand-over took it out, it runs (or
+    /// was applied) and returns its result.
+    /// - Returns: ``Acquisition/acquired`` once it holds the turn, ``Acquisition/applied``, or why it gave up.
     @usableFromInline
-    func acquireSuspending(_ priority: CommandPriority) async -> Acquisition {
+    func acquireSuspending(_ priority: CommandPriority, combined: CombinedCommand? = nil) async -> Acquisition {
         if Task.isCancelled { return .cancelled }
         if self.tryAcquire() { return .acquired }
-        let id = self.lock.withLock { () -> UInt64 in
-            self.nextWaiterID &+= 1
-            return self.nextWaiterID
-        }
+        let id = self.lock.withLock { self.machine.nextID() }
         let acquisition = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Acquisition, Never>) in
+                let waiter: Waiter
+                if let combined {
+                    combined.wake = .task(continuation)
+                    waiter = .combined(combined)
+                } else {
+                    waiter = .task(continuation)
+                }
                 let immediate = self.lock.withLock { () -> Acquisition? in
-                    switch self.claimOrMarkContended() {
+                    // Checked under the lock: a cancellation that came before found nothing queued to remove.
+                    if Task.isCancelled { return .cancelled }
+                    switch self.claimOrEnqueue(waiter, id: id, priority: priority) {
                     case .taken: return .acquired
                     case .retired: return .valueDestroyed
-                    case .mustQueue:
-                        if Task.isCancelled { return .cancelled }
-                        self.pending.enqueue(.task(continuation), id: id, priority: priority)
-                        return nil
+                    case .queued: return nil
                     }
                 }
                 if let immediate { continuation.resume(returning: immediate) }
             }
         } onCancel: {
-            if case .task(let continuation)? = self.lock.withLock({ self.pending.remove(id: id) }) {
-                continuation.resume(returning: .cancelled)
+            if case .resumeCancelled(let waiter) = self.lock.withLock({ self.machine.cancelled(id: id) }) {
+                waiter.resumeCancelled()
             }
         }
         if case .acquired = acquisition { self.tookTurnOver() }
@@ -264,52 +344,91 @@ final class TurnEngine: @unchecked Sendable {
 
     // MARK: Giving the turn back
 
-    /// Ends the caller's turn and returns the waiter that now holds it, which the caller must wake with
-    /// ``Waiter/grant()``.
+    /// Ends the caller's turn and returns what now happens to it, which the caller must perform with
+    /// ``HandOff/grant()``.
     ///
     /// The one way to give the turn back. Once it returns, a command issued on another thread may take the turn at
     /// once and send its own job to the queue. So whatever must come before the next holder's work is either done
     /// before calling this (a manual-completion command sends its completion to the queue first; that completion
     /// waits for this release before it starts) or runs in the caller's own block on the queue, before that block
     /// returns (an `async` command's completion, run inline right after the release, ahead of any job sent to the
-    /// same serial queue). When the holder is gone and nobody waits,
-    /// the waiter returned is ``Waiter/retire(_:)``: granting it destroys the value.
+    /// same serial queue). When the holder is gone and nobody waits, the hand-off returned is
+    /// ``HandOff/retire(_:)``: granting it destroys the value. When the next command passes no closure, it is
+    /// ``HandOff/combine(_:_:)``: granting it applies that command and those after it.
+    ///
+    /// - Parameter combinedSoFar: How many combined commands the caller applied in a row before this release.
+    /// - Returns: What the caller must ``HandOff/grant()``, or `nil` when the turn is free.
     @inlinable
-    func release() -> Waiter? {
+    func release(combinedSoFar: Int = 0) -> HandOff? {
         chaosPoint(.turnHandOver)
         if self.turn.compareExchange(expected: Self.held, desired: Self.free, ordering: .releasing).exchanged {
             return nil
         }
-        return self.handOver()
+        return self.handOver(combinedSoFar: combinedSoFar)
     }
 
-    /// The contended release: picks the next holder under the lock; if nobody waits, frees the turn, or retires it
-    /// when the holder is gone.
+    /// The contended release: asks the machine for the next holder under the lock, and stores the turn word it
+    /// gives.
     ///
     /// The turn word is written with release ordering on every path, and every new holder reads it with acquire
     /// ordering (``tookTurnOver()``), so each hand-over is a happens-before edge that ThreadSanitizer sees and weak
     /// memory models honour, whatever wakes the next holder.
     @usableFromInline
-    func handOver() -> Waiter? {
+    func handOver(combinedSoFar: Int) -> HandOff? {
         chaosPoint(.turnHandOver)
         return self.lock.withLock {
-            if let next = self.pending.popNext() {
-                let stillAlive = self.holderIsAlive.load(ordering: .relaxed)
-                // Stays contended while the holder is gone, so that the last release retires the turn.
-                let word = self.pending.count == 0 && stillAlive ? Self.held : Self.contended
+            switch self.machine.released(combinedSoFar: combinedSoFar) {
+            case .handOver(let next, let word):
                 self.turn.store(word, ordering: .releasing)
-                return next
-            }
-            if self.holderIsAlive.load(ordering: .relaxed) {
+                return .grant(next)
+            case .apply(let next, let word):
+                self.turn.store(word, ordering: .releasing)
+                guard case .combined(let command) = next else {
+                    preconditionFailure("TurnEngine: only a combined command is applied by the releaser")
+                }
+                return .combine(self, command)
+            case .free:
                 self.turn.store(Self.free, ordering: .releasing)
                 return nil
+            case .retire:
+                self.turn.store(Self.retired, ordering: .releasing)
+                return self.owner.map(HandOff.retire)
             }
-            self.turn.store(Self.retired, ordering: .releasing)
-            return self.owner.map(Waiter.retire)
         }
     }
 
-    /// Called by a waiter that was handed the turn, before it touches the value: pairs with ``handOver()``.
+    /// Flat combining: applies `first` and every combined command the turn passes to after it, for their issuers,
+    /// under the turn the caller still holds; then hands the turn on, and only then wakes the issuers of the applied
+    /// commands with their results, so that no wake-up lies on the turn's path.
+    ///
+    /// The machine stops the run at the first command that passes a closure, or after
+    /// ``TurnStateMachine/combineLimit`` commands.
+    func combine(from first: CombinedCommand) {
+        var head = first
+        var tail = first
+        var command = first
+        var count = 0
+        var next: HandOff?
+        while true {
+            command.apply()
+            count += 1
+            next = self.release(combinedSoFar: count)
+            guard case .combine(_, let following)? = next else { break }
+            tail.nextApplied = following
+            tail = following
+            command = following
+        }
+        next?.grant()
+        while true {
+            let following = head.nextApplied
+            head.nextApplied = nil
+            head.wakeApplied()
+            guard let following else { break }
+            head = following
+        }
+    }
+
+    /// Called by a waiter that was handed the turn, before it touches the value: pairs with ``handOver(combinedSoFar:)``.
     @inlinable
     func tookTurnOver() {
         _ = self.turn.load(ordering: .acquiring)
@@ -327,8 +446,8 @@ final class TurnEngine: @unchecked Sendable {
         self.lock.withLock {
             self.holderIsAlive.store(false, ordering: .releasing)
             while true {
-                switch self.turn.load(ordering: .relaxed) {
-                case Self.free:
+                switch self.machine.holderReleased(turn: self.turn.load(ordering: .relaxed)) {
+                case .retireFreeTurn:
                     // Acquiring: the destruction comes after the last command's writes.
                     let retired = self.turn.compareExchange(
                         expected: Self.free,
@@ -336,15 +455,15 @@ final class TurnEngine: @unchecked Sendable {
                         ordering: .acquiring
                     )
                     if retired.exchanged { return true }
-                case Self.held:
-                    // Sends the release to the lock, where `handOver()` sees that the holder is gone.
+                case .markContended:
+                    // Sends the release to the lock, where the machine sees that the holder is gone.
                     let marked = self.turn.compareExchange(
                         expected: Self.held,
                         desired: Self.contended,
                         ordering: .relaxed
                     )
                     if marked.exchanged { return false }
-                default:
+                case .none:
                     return false  // contended: the release comes to the lock anyway
                 }
             }
