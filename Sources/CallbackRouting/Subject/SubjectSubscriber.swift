@@ -87,7 +87,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     /// The subject calls this under its own lock for every subscriber, so that all of them get events in one order.
     @inlinable
     func enqueue(_ event: Event) {
-        self.mailbox.mutate { $0.put(event) }
+        self.mailbox.mutate { mailbox -> Void in mailbox.put(event) }
     }
 
     /// Puts a value in the mailbox and, if no drain is scheduled or running, claims the drain for the caller, which
@@ -102,6 +102,74 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     func enqueueClaimingDrain(_ value: Output) -> Bool {
         let untouched = self.route.isUntouch
         return self.mailbox.mutate { $0.putClaimingDrain(value, keepingOut: untouched) }
+    }
+
+    /// Puts a value in the mailbox that the subject's armed ``SubjectSoleLane`` holds, under the subject's lock, and
+    /// notes it there.
+    ///
+    /// - Returns: Whether the caller now holds the lane's drain, and must call ``finishLaneDrain(lane:)`` outside
+    ///   every lock; `false` once the subscriber is closed, or when the lane's holder delivers the value.
+    @inlinable
+    func enqueueInLane(_ value: Output, lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        self.mailbox.mutate { $0.put(.value(value)) && lane.notePending() }
+    }
+
+    /// Delivers `value` as the holder of the lane's drain, claimed with ``SubjectSoleLane/claim()`` or armed by the
+    /// caller (``SubjectSoleLane/arm(_:)``), then lets go of the lane.
+    ///
+    /// - Returns: Whether the lane was disarmed meanwhile: the caller then calls ``SubjectSoleLane/vacate()``, once
+    ///   out of this subscriber's methods (the lane's reference may be the subscriber's last).
+    @inlinable
+    func deliverInLane(_ value: Output, lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        chaosPoint(.mailbox)
+        // The lane keeps the callbacks: the parked drain ends, and releases them, only once the lane lets go of it.
+        guard let callbacks = self.callbacks else {
+            preconditionFailure("SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released")
+        }
+        self.deliver(.value(value), with: callbacks)
+        return lane.releaseClaim(of: self) ? false : self.finishLaneDrain(lane: lane)
+    }
+
+    /// Delivers what waits in the mailbox as the holder of the lane's drain, until the lane is idle again; or, if the
+    /// lane was disarmed, as the mailbox's ordinary drain, until it ends.
+    ///
+    /// - Returns: Whether the lane was disarmed: the caller then calls ``SubjectSoleLane/vacate()``, once out of this
+    ///   subscriber's methods.
+    @usableFromInline
+    func finishLaneDrain(lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        guard let callbacks = self.callbacks else {
+            preconditionFailure("SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released")
+        }
+        while true {
+            let step = self.mailbox.mutate { mailbox -> SubjectSoleLane<Output, Failure>.Step in
+                if let event = mailbox.takeNextEvent() { return .deliver(event) }
+                return lane.endBusy()  // under the mailbox's lock: no value is put in and left behind meanwhile
+            }
+            switch step {
+            case .deliver(let event):
+                self.deliver(event, with: callbacks)
+            case .idle:
+                return false
+            case .disarmed:
+                self.drain(first: nil)
+                return true
+            }
+        }
+    }
+
+    /// Ends the drain that the subject's lane held while nobody was busy in it, under the subject's lock: the
+    /// mailbox is empty then, and goes back to `idle`.
+    ///
+    /// - Returns: Whether the subscriber was closed, so that the callbacks must be released (outside every lock).
+    func endParkedDrain() -> Bool {
+        switch self.mailbox.mutate({ $0.takeNext() }) {
+        case .end:
+            return false
+        case .endReleasingCallbacks:
+            return true
+        case .deliver:
+            preconditionFailure("SubjectSubscriber: an event waited in a mailbox that the subject's lane left idle")
+        }
     }
 
     /// Starts the drain that an ``enqueue(_:)`` scheduled, unless another sender already has.
@@ -155,31 +223,32 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         }
         // No lock is held across a callback: each event is taken under the mailbox's lock, and its call starts only
         // if the flag that close() sets first is still clear right before it.
-        if let first {
-            chaosPoint(.subscriberCall)
-            if !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-                callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
-            }
-        }
+        if let first { self.deliver(.value(first), with: callbacks) }
         while true {
             switch self.mailbox.mutate({ $0.takeNext() }) {
             case .deliver(let event):
-                chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
-                // The call starts here, after one more look: a close that came since the event was taken has set the
-                // flag before it returned. The next take then ends the drain, or skips what was taken meanwhile.
-                guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { continue }
-                switch event {
-                case .value(let value):
-                    callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }
-                case .completion(let completion):
-                    callbacks._withUnsafeGuaranteedRef { $0.receiveCompletion(completion) }
-                }
+                self.deliver(event, with: callbacks)
             case .end:
                 return
             case .endReleasingCallbacks:
                 self.releaseCallbacks()  // outside the lock: what they capture may run anything in its deinit
                 return
             }
+        }
+    }
+
+    /// Calls the subscriber with an event its drain took, unless it was closed since: the call's last look.
+    @inlinable
+    func deliver(_ event: Event, with callbacks: Unmanaged<Callbacks>) {
+        chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
+        // The call starts here, after one more look: a close that came since the event was taken has set the flag
+        // before it returned. The drain's next take then ends it, or skips what was taken meanwhile.
+        guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { return }
+        switch event {
+        case .value(let value):
+            callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }
+        case .completion(let completion):
+            callbacks._withUnsafeGuaranteedRef { $0.receiveCompletion(completion) }
         }
     }
 }
