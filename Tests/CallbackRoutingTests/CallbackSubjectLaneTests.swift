@@ -251,4 +251,79 @@ struct CallbackSubjectLaneTests {
             }
         }
     }
+
+    /// How the test changes the subject while the lane's holder is inside the callback.
+    enum Meanwhile: String, CaseIterable, CustomTestStringConvertible {
+        case cancel, subscribe, complete
+
+        var testDescription: String { rawValue }
+    }
+
+    @Test(
+        "while the lane's holder is in a callback: a cancel drops what waits, a joiner gets what follows, a completion comes last",
+        arguments: Meanwhile.allCases
+    )
+    func changesWhileTheHolderCalls(_ meanwhile: Meanwhile) async throws {
+        try await offPoolTest { checks in
+            let subject = CallbackSubject<Int, Never>()
+            let probe = LifetimeProbe()
+            let first = Received()
+            let entered = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let subscription = subject.subscribe(
+                receiveValue: { [tracked = probe.make()] value in
+                    withExtendedLifetime(tracked) { first.receive(value) }
+                    if value == 1 {
+                        entered.signal()
+                        hold(until: release)
+                    }
+                },
+                receiveCompletion: { _ in first.complete() }
+            )
+            subject.send(0)  // arms the lane: the only subscriber, on `untouch`
+            let holderReturned = DispatchSemaphore(value: 0)
+            onNewThread {
+                subject.send(1)  // through the lane; the callback holds
+                holderReturned.signal()
+            }
+            try checks.require(entered.wait(timeout: deadline()) == .success, "the callback was not called")
+            subject.send(2)  // waits in the mailbox for the holder; this send returns at once
+            let joiner = Received()
+            var joined: CallbackSubscription?
+            switch meanwhile {
+            case .cancel:
+                subscription.cancel()
+            case .subscribe:
+                joined = subject.subscribe { joiner.receive($0) }
+                subject.send(3)  // to both: the first subscriber's waits behind 2 for the holder
+            case .complete:
+                subject.send(completion: .finished)
+                subject.send(3)  // ignored
+            }
+            release.signal()
+            checks.expect(holderReturned.wait(timeout: deadline()) == .success, "the holder's send did not return")
+            checks.expect(first.detector.overlaps == 0, "calls overlapped")
+            switch meanwhile {
+            case .cancel:
+                checks.expect(first.values, equals: [0, 1], "a value waiting when cancel() returned was delivered")
+                checks.expect(probe.allReleased(), "the cancelled subscriber's callbacks were kept")
+            case .subscribe:
+                checks.expect(first.values, equals: [0, 1, 2, 3])
+                checks.expect(joiner.values, equals: [3], "the joiner sees the sends from its join on")
+                subject.send(4)  // two subscribers now: the slow way, to both
+                checks.expect(first.values.last, equals: 4)
+                checks.expect(joiner.values, equals: [3, 4])
+                joined?.cancel()
+                subject.send(5)  // the only subscriber again: the lane is armed anew
+                subject.send(6)
+                checks.expect(first.values, equals: [0, 1, 2, 3, 4, 5, 6])
+            case .complete:
+                checks.expect(first.values, equals: [0, 1, 2])
+                checks.expect(first.completions, equals: 1, "completions")
+                checks.expect(first.valuesAtCompletion, equals: 3, "values before the completion")
+                checks.expect(probe.allReleased(), "the completed subscriber's callbacks were kept")
+            }
+            withExtendedLifetime((subscription, joined)) {}
+        }
+    }
 }
