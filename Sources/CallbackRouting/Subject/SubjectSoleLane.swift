@@ -121,7 +121,7 @@ final class SubjectSoleLane<Output: Sendable, Failure: Error>: Sendable {
     /// The holder of `busy` found the mailbox empty, under its lock: lets go unless the lane was disarmed.
     ///
     /// - Returns: ``Step/idle``, or ``Step/disarmed`` if the holder must go on as the mailbox's drain.
-    @usableFromInline
+    @inlinable
     func endBusy() -> Step {
         var word = self.word.load(ordering: .relaxed)
         while word & Self.armed != 0 {

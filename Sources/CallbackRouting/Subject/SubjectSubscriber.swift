@@ -135,7 +135,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     ///
     /// - Returns: Whether the lane was disarmed: the caller then calls ``SubjectSoleLane/vacate()``, once out of this
     ///   subscriber's methods.
-    @usableFromInline
+    @inlinable
     func finishLaneDrain(lane: SubjectSoleLane<Output, Failure>) -> Bool {
         guard let callbacks = self.callbacks else {
             preconditionFailure("SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released")
