@@ -5,9 +5,11 @@ import Synchronization
 import TestSupport
 import Testing
 
-/// The fast path of a send to a subject's only `untouch` subscriber (claimed and let go with one compare-exchange
-/// each), against the contract, with many threads at the worst moments: senders, subscribers joining and leaving,
-/// cancels and a completion racing the sends. Run under schedule chaos (`CONCURRENCYKIT_CHAOS`) too.
+/// The fast path of a send to a subject's only `untouch` subscriber, against the contract.
+///
+/// The lane claims and lets go of the subscriber with one compare-exchange each; these tests put many threads at its
+/// worst moments: senders, subscribers joining and leaving, cancels and a completion racing the sends. Run them under
+/// schedule chaos (`CONCURRENCYKIT_CHAOS`) too.
 @Suite("CallbackSubject: the only untouch subscriber's fast path", .timeLimit(.minutes(3)))
 struct CallbackSubjectLaneTests {
     /// What one subscriber received, in unsynchronized storage: the subject must order the calls.
@@ -136,7 +138,10 @@ struct CallbackSubjectLaneTests {
                 let position = Dictionary(uniqueKeysWithValues: order.enumerated().map { ($1, $0) })
                 for (number, joiner) in joiners.value.enumerated() {
                     let seen = joiner.box.values
-                    checks.expect(joiner.box.detector.overlaps == 0, "round \(round): joiner \(number)'s calls overlapped")
+                    checks.expect(
+                        joiner.box.detector.overlaps == 0,
+                        "round \(round): joiner \(number)'s calls overlapped"
+                    )
                     guard let first = seen.first else { continue }
                     let start = position[first] ?? order.count
                     let stretch = Array(order[start..<min(order.count, start + seen.count)])
@@ -223,7 +228,9 @@ struct CallbackSubjectLaneTests {
                 let probe = LifetimeProbe()
                 let box = Received()
                 let subscription = subject.subscribe(
-                    receiveValue: { [tracked = probe.make()] value in withExtendedLifetime(tracked) { box.receive(value) } },
+                    receiveValue: { [tracked = probe.make()] value in
+                        withExtendedLifetime(tracked) { box.receive(value) }
+                    },
                     receiveCompletion: { _ in box.complete() }
                 )
                 let pause = Int.random(in: 0..<20_000, using: &random)

@@ -107,8 +107,10 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
         return self.isClosed ? .endReleasingCallbacks : .end
     }
 
-    /// The running drain's next event, or `nil` when the mailbox is empty or closed (it then drops what it held);
-    /// the drain goes on either way. For a drain that a subject's ``SubjectSoleLane`` holds, which ends there.
+    /// The running drain's next event, or `nil` when the mailbox is empty or closed.
+    ///
+    /// On `nil` it drops what it held; the drain goes on either way: for a drain that a subject's ``SubjectSoleLane``
+    /// holds, which ends there.
     @inlinable
     mutating func takeNextEvent() -> Event? {
         guard !self.isClosed, self.head < self.events.count else {
