@@ -41,16 +41,33 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
         init() {}
     }
 
+    /// What one send does once it has released the lock.
+    @usableFromInline
+    enum SendAction {
+        /// Nothing: no subscriber, or the drains that run already deliver the value.
+        case none
+        /// Deliver the value to the lane's subscriber: the send armed the lane, and holds its drain.
+        case deliverInLane(SubjectSubscriber<Output, Failure>)
+        /// Deliver what waits in the lane's mailbox, the value last: the send holds the lane's drain.
+        case finishLaneDrain(SubjectSubscriber<Output, Failure>)
+        /// Start the drains of the subscribers whose bit is set (the first 64), and of any others that wait.
+        case startDrains([SubjectSubscriber<Output, Failure>], UInt64)
+    }
+
     @usableFromInline
     let state = AtomicBox(State())
+    /// The fast path to the only subscriber, when it is on `untouch`; see ``SubjectSoleLane``.
+    @usableFromInline
+    let lane = SubjectSoleLane<Output, Failure>()
 
     /// Creates a subject with no subscribers.
     public init() {}
 
     deinit {
-        // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more. A sequence of
-        // `values` holds only its subscription, so its loop would wait for ever; it ends as finished, after the values
-        // already in its mailbox.
+        // Nothing else can reach the subject now: no send, subscribe or cancel runs on it any more, so the lane is idle
+        // and its mailbox empty. A sequence of `values` holds only its subscription, so its loop would wait for ever;
+        // it ends as finished, after the values already in its mailbox.
+        self.lane.disarm()?.finish()
         let state = self.state.value
         guard state.completion == nil else { return }
         let finishing = state.subscribers.filter(\.finishesWithSubject)
@@ -164,21 +181,29 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
             receiveValue: receiveValue,
             receiveCompletion: receiveCompletion
         )
-        let completion = self.state.mutate { state -> SubjectCompletion<Failure>? in
-            if state.completion == nil {
-                state.subscribers.append(subscriber)
-            }
-            return state.completion
+        let (completion, vacated) = self.state.mutate { state -> (SubjectCompletion<Failure>?, Vacated?) in
+            guard state.completion == nil else { return (state.completion, nil) }
+            state.subscribers.append(subscriber)
+            return (nil, self.lane.disarm())  // the only subscriber is no longer the only one
         }
+        vacated?.finish()
         if let completion {
             subscriber.enqueue(.completion(completion))
             subscriber.startDrainIfScheduled()
         }
         return CallbackSubscription { [weak self] in
             subscriber.close()
-            self?.state.mutate { state in state.subscribers.removeAll { $0 === subscriber } }
+            guard let self else { return }
+            let vacated = self.state.mutate { state -> Vacated? in
+                let count = state.subscribers.count
+                state.subscribers.removeAll { $0 === subscriber }
+                return state.subscribers.count == count ? nil : self.lane.disarm()
+            }
+            vacated?.finish()
         }
     }
+
+    typealias Vacated = SubjectSoleLane<Output, Failure>.Vacated
 
     /// The values sent from now on, as an `AsyncSequence` that ends with the completion, or as finished when the
     /// subject is released.
@@ -208,10 +233,49 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     /// - Parameter value: The value; each subscriber receives it on its own queue.
     @inlinable
     public func send(_ value: Output) {
+        // The fast path: the only subscriber, on `untouch`, claimed and let go with one compare-exchange each.
+        if let subscriber = self.lane.claim() {
+            if subscriber._withUnsafeGuaranteedRef({ $0.deliverInLane(value, lane: self.lane) }) { self.lane.vacate() }
+            return
+        }
+        switch self.sendLocked(value) {
+        case .none:
+            return
+        case .deliverInLane(let subscriber):
+            if subscriber.deliverInLane(value, lane: self.lane) { self.lane.vacate() }
+        case .finishLaneDrain(let subscriber):
+            if subscriber.finishLaneDrain(lane: self.lane) { self.lane.vacate() }
+        case .startDrains(let subscribers, let starts):
+            for (index, subscriber) in subscribers.enumerated() {
+                if index < UInt64.bitWidth {
+                    if starts & (1 << index) != 0 { subscriber.startDrain(delivering: value) }
+                } else {
+                    subscriber.startDrainIfScheduled()
+                }
+            }
+        }
+    }
+
+    /// The part of a send under the lock: puts `value` into every mailbox, or arms the lane.
+    @inlinable
+    func sendLocked(_ value: Output) -> SendAction {
         // Into every mailbox under the lock, so that every subscriber sees sends in one order; delivered outside it.
         // The first 64 subscribers' drains this send must start are noted in a bit mask, which saves each of them a
         // second lock; any others are started as a completion's are.
-        let (subscribers, starts) = self.state.mutate { state -> ([SubjectSubscriber<Output, Failure>], UInt64) in
+        self.state.mutate { state -> SendAction in
+            if state.subscribers.count == 1 {
+                let subscriber = state.subscribers[0]
+                // The lane's holder is busy: the value waits in the mailbox for it, or for this send, if it let go.
+                if self.lane.isArmed {
+                    return subscriber.enqueueInLane(value, lane: self.lane) ? .finishLaneDrain(subscriber) : .none
+                }
+                // Only one subscriber, on `untouch`, and idle: its drain, claimed here, goes to the lane.
+                if subscriber.route.isUntouch, self.lane.isVacant {
+                    guard subscriber.enqueueClaimingDrain(value) else { return .none }
+                    self.lane.arm(subscriber)
+                    return .deliverInLane(subscriber)
+                }
+            }
             var starts: UInt64 = 0
             for (index, subscriber) in state.subscribers.enumerated() {
                 if index < UInt64.bitWidth {
@@ -220,14 +284,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
                     subscriber.enqueue(.value(value))
                 }
             }
-            return (state.subscribers, starts)
-        }
-        for (index, subscriber) in subscribers.enumerated() {
-            if index < UInt64.bitWidth {
-                if starts & (1 << index) != 0 { subscriber.startDrain(delivering: value) }
-            } else {
-                subscriber.startDrainIfScheduled()
-            }
+            return .startDrains(state.subscribers, starts)
         }
     }
 
@@ -235,13 +292,16 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     ///
     /// - Parameter completion: `.finished`, or `.failure(error)`. A second completion is ignored.
     public func send(completion: SubjectCompletion<Failure>) {
-        let subscribers = self.state.mutate { state -> [SubjectSubscriber<Output, Failure>] in
-            guard state.completion == nil else { return [] }
+        let (subscribers, vacated) = self.state.mutate { state -> ([SubjectSubscriber<Output, Failure>], Vacated?) in
+            guard state.completion == nil else { return ([], nil) }
             state.completion = completion
+            // Disarmed first: the lane's busy holder, if any, delivers the completion as the mailbox's ordinary drain.
+            let vacated = self.lane.disarm()
             for subscriber in state.subscribers { subscriber.enqueue(.completion(completion)) }
             defer { state.subscribers = [] }
-            return state.subscribers
+            return (state.subscribers, vacated)
         }
+        vacated?.finish()
         for subscriber in subscribers { subscriber.startDrainIfScheduled() }
     }
 }

@@ -14,6 +14,8 @@
 ///   ``close()``, if no drain runs then; or else the running drain, at the ``takeNext()`` that ends it (the one after
 ///   the completion, or its first look after the close). So a running drain keeps them until it ends, and nobody
 ///   else touches them meanwhile; once released, no drain starts again.
+/// - A subject's ``SubjectSoleLane`` may hold the drain (it stays `draining`) while the subscriber is the subject's
+///   only one: then whoever holds the lane's `busy` flag is the drain, and takes events with ``takeNextEvent()``.
 @usableFromInline
 struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
     /// What a subscriber receives.
@@ -57,11 +59,15 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
     init() {}
 
     /// Puts `event` in, and schedules a drain if none is scheduled or running; nothing once closed.
+    ///
+    /// - Returns: Whether the event was put in: `false` once closed.
     @inlinable
-    mutating func put(_ event: Event) {
-        guard !self.isClosed else { return }
+    @discardableResult
+    mutating func put(_ event: Event) -> Bool {
+        guard !self.isClosed else { return false }
         self.events.append(event)
         if case .idle = self.drain { self.drain = .scheduled }
+        return true
     }
 
     /// Puts `value` in and, if no drain is scheduled or running, claims the drain for the caller.
@@ -96,15 +102,25 @@ struct SubjectMailbox<Output: Sendable, Failure: Error>: Sendable {
     /// The running drain's next event; or the drain's end, when the mailbox is empty or closed.
     @inlinable
     mutating func takeNext() -> Step {
+        if let event = self.takeNextEvent() { return .deliver(event) }
+        self.drain = .idle
+        return self.isClosed ? .endReleasingCallbacks : .end
+    }
+
+    /// The running drain's next event, or `nil` when the mailbox is empty or closed.
+    ///
+    /// On `nil` it drops what it held; the drain goes on either way: for a drain that a subject's ``SubjectSoleLane``
+    /// holds, which ends there.
+    @inlinable
+    mutating func takeNextEvent() -> Event? {
         guard !self.isClosed, self.head < self.events.count else {
-            self.drain = .idle
             self.dropEvents()
-            return self.isClosed ? .endReleasingCallbacks : .end
+            return nil
         }
         let event = self.events[self.head]
         self.head += 1
         if case .completion = event { self.isClosed = true }
-        return .deliver(event)
+        return event
     }
 
     /// Closes the mailbox and drops what waits in it.

@@ -4,7 +4,8 @@ import Synchronization
 /// One subscriber of a ``CallbackSubject``: a mailbox of events delivered one at a time, in order, on its route.
 ///
 /// The subject puts each event into every subscriber's mailbox under its own lock, so all subscribers see the same
-/// order; then, outside it, it starts a drain for each mailbox it found idle. A drain delivers events on the
+/// order; then, outside it, it starts a drain for each mailbox it found idle (the only subscriber on `untouch` has a
+/// faster way, below). A drain delivers events on the
 /// subscriber's ``CallbackQueue`` until the mailbox is empty. So calls to one subscriber never overlap and follow
 /// send order whatever the route — also when a callback sends or completes — and a value sent from inside the
 /// subscriber's own callback is delivered after that callback returns.
@@ -21,13 +22,20 @@ import Synchronization
 /// captures the object keeping its subscription (`self.subscription = subject.subscribe { self.… }`) makes no cycle
 /// that outlives the subscription's end. A drain that runs when the subscriber is closed keeps them until it ends.
 ///
+/// While the subscriber is its subject's only one, on ``CallbackQueue/untouch``, the subject's ``SubjectSoleLane`` may
+/// hold its drain: a send then claims it there with one compare-exchange, delivers with ``deliverInLane(_:lane:)``, and
+/// lets go with another; senders that find it busy put their values in the mailbox for the holder
+/// (``enqueueInLane(_:lane:)``, ``finishLaneDrain(lane:)``). The rules above hold on that path too: the holder is the
+/// subscriber's one drain, and looks at ``isCancelled`` right before each call.
+///
 /// The send path is `@inlinable`, so that it is specialized in the sender's module for the subject's types:
-/// unspecialized, most of a send's time went to looking up generic metadata.
+/// unspecialized, most of a send's time went to looking up generic metadata (the lane's slow end too: 536-911 ns per
+/// contended send at 2 threads, against 25-65 ns specialized).
 @usableFromInline
 final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Sendable {
-    // Safety: `callbacks`, the only var, is read by the running drain only, and released and set to nil once, outside
-    // the lock, by the one the mailbox names under its lock (see SubjectMailbox): while a drain runs nobody else
-    // writes or releases it, and once it is nil no drain runs again. Every other stored property is a `let` of a
+    // Safety: `callbacks`, the only var, is read by the running drain only (the holder of the subject's lane is that
+    // drain), and released and set to nil once, outside the lock, by the one the mailbox names under its lock (see
+    // SubjectMailbox): while a drain runs nobody else writes or releases it, and once it is nil no drain runs again. Every other stored property is a `let` of a
     // Sendable type.
     @usableFromInline typealias Event = SubjectMailbox<Output, Failure>.Event
 
@@ -87,7 +95,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     /// The subject calls this under its own lock for every subscriber, so that all of them get events in one order.
     @inlinable
     func enqueue(_ event: Event) {
-        self.mailbox.mutate { $0.put(event) }
+        self.mailbox.mutate { mailbox -> Void in mailbox.put(event) }
     }
 
     /// Puts a value in the mailbox and, if no drain is scheduled or running, claims the drain for the caller, which
@@ -102,6 +110,78 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     func enqueueClaimingDrain(_ value: Output) -> Bool {
         let untouched = self.route.isUntouch
         return self.mailbox.mutate { $0.putClaimingDrain(value, keepingOut: untouched) }
+    }
+
+    /// Puts a value in the mailbox that the subject's armed ``SubjectSoleLane`` holds, under the subject's lock, and
+    /// notes it there.
+    ///
+    /// - Returns: Whether the caller now holds the lane's drain, and must call ``finishLaneDrain(lane:)`` outside
+    ///   every lock; `false` once the subscriber is closed, or when the lane's holder delivers the value.
+    @inlinable
+    func enqueueInLane(_ value: Output, lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        self.mailbox.mutate { $0.put(.value(value)) && lane.notePending() }
+    }
+
+    /// Delivers `value` as the holder of the lane's drain, claimed with ``SubjectSoleLane/claim()`` or armed by the
+    /// caller (``SubjectSoleLane/arm(_:)``), then lets go of the lane.
+    ///
+    /// - Returns: Whether the lane was disarmed meanwhile: the caller then calls ``SubjectSoleLane/vacate()``, once
+    ///   out of this subscriber's methods (the lane's reference may be the subscriber's last).
+    @inlinable
+    func deliverInLane(_ value: Output, lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        chaosPoint(.mailbox)
+        // The lane keeps the callbacks: the parked drain ends, and releases them, only once the lane lets go of it.
+        guard let callbacks = self.callbacks else {
+            preconditionFailure(
+                "SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released"
+            )
+        }
+        self.deliver(.value(value), with: callbacks)
+        return lane.releaseClaim(of: self) ? false : self.finishLaneDrain(lane: lane)
+    }
+
+    /// Delivers what waits in the mailbox as the holder of the lane's drain, until the lane is idle again; or, if the
+    /// lane was disarmed, as the mailbox's ordinary drain, until it ends.
+    ///
+    /// - Returns: Whether the lane was disarmed: the caller then calls ``SubjectSoleLane/vacate()``, once out of this
+    ///   subscriber's methods.
+    @inlinable
+    func finishLaneDrain(lane: SubjectSoleLane<Output, Failure>) -> Bool {
+        guard let callbacks = self.callbacks else {
+            preconditionFailure(
+                "SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released"
+            )
+        }
+        while true {
+            let step = self.mailbox.mutate { mailbox -> SubjectSoleLane<Output, Failure>.Step in
+                if let event = mailbox.takeNextEvent() { return .deliver(event) }
+                return lane.endBusy()  // under the mailbox's lock: no value is put in and left behind meanwhile
+            }
+            switch step {
+            case .deliver(let event):
+                self.deliver(event, with: callbacks)
+            case .idle:
+                return false
+            case .disarmed:
+                self.drain(first: nil)
+                return true
+            }
+        }
+    }
+
+    /// Ends the drain that the subject's lane held while nobody was busy in it, under the subject's lock: the
+    /// mailbox is empty then, and goes back to `idle`.
+    ///
+    /// - Returns: Whether the subscriber was closed, so that the callbacks must be released (outside every lock).
+    func endParkedDrain() -> Bool {
+        switch self.mailbox.mutate({ $0.takeNext() }) {
+        case .end:
+            return false
+        case .endReleasingCallbacks:
+            return true
+        case .deliver:
+            preconditionFailure("SubjectSubscriber: an event waited in a mailbox that the subject's lane left idle")
+        }
     }
 
     /// Starts the drain that an ``enqueue(_:)`` scheduled, unless another sender already has.
@@ -155,31 +235,32 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         }
         // No lock is held across a callback: each event is taken under the mailbox's lock, and its call starts only
         // if the flag that close() sets first is still clear right before it.
-        if let first {
-            chaosPoint(.subscriberCall)
-            if !self.isCancelled.load(ordering: .sequentiallyConsistent) {
-                callbacks._withUnsafeGuaranteedRef { $0.receiveValue(first) }
-            }
-        }
+        if let first { self.deliver(.value(first), with: callbacks) }
         while true {
             switch self.mailbox.mutate({ $0.takeNext() }) {
             case .deliver(let event):
-                chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
-                // The call starts here, after one more look: a close that came since the event was taken has set the
-                // flag before it returned. The next take then ends the drain, or skips what was taken meanwhile.
-                guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { continue }
-                switch event {
-                case .value(let value):
-                    callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }
-                case .completion(let completion):
-                    callbacks._withUnsafeGuaranteedRef { $0.receiveCompletion(completion) }
-                }
+                self.deliver(event, with: callbacks)
             case .end:
                 return
             case .endReleasingCallbacks:
                 self.releaseCallbacks()  // outside the lock: what they capture may run anything in its deinit
                 return
             }
+        }
+    }
+
+    /// Calls the subscriber with an event its drain took, unless it was closed since: the call's last look.
+    @inlinable
+    func deliver(_ event: Event, with callbacks: Unmanaged<Callbacks>) {
+        chaosPoint(.subscriberCall)  // between the take and the last look: where a cancel may land
+        // The call starts here, after one more look: a close that came since the event was taken has set the flag
+        // before it returned. The drain's next take then ends it, or skips what was taken meanwhile.
+        guard !self.isCancelled.load(ordering: .sequentiallyConsistent) else { return }
+        switch event {
+        case .value(let value):
+            callbacks._withUnsafeGuaranteedRef { $0.receiveValue(value) }
+        case .completion(let completion):
+            callbacks._withUnsafeGuaranteedRef { $0.receiveCompletion(completion) }
         }
     }
 }
