@@ -37,7 +37,12 @@ package final class ParkedThread: @unchecked Sendable {
     /// How many threads of the process are watching their grant right now.
     private static let watchers = Atomic<Int>(0)
     /// The most threads that may watch at once: the processors less one, for the thread that will grant.
-    private static let watcherLimit = onlineProcessorCount() - 1
+    package static let watcherLimit = onlineProcessorCount() - 1
+
+    /// How many threads of the process watch their grant at this instant; for tests of the spin policy.
+    package static var watchingNow: Int {
+        Self.watchers.load(ordering: .relaxed)
+    }
 
     private let state = Atomic<Int>(ParkedThread.watching)
     // Safety: written by the waiting thread before it publishes `sleeping` (releasing); read by the granting thread
