@@ -148,7 +148,7 @@ struct CountingSemaphoreHandOverTests {
     @Test("the fast path racing the first waiter's arrival gives the one resource to exactly one of them")
     func fastPathRacesArrival() async throws {
         var random = PropertyRun.random(2_610)
-        let rounds = PropertyRun.rounds(300)
+        let rounds = PropertyRun.rounds(1_000)
         let pauses = (0..<rounds).map { _ in UInt32.random(in: 0..<40, using: &random) }
         try await offPoolTest { checks in
             for round in 0..<rounds {

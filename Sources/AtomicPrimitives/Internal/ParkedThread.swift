@@ -122,7 +122,7 @@ package final class ParkedThread: @unchecked Sendable {
     }
 
     /// Grants the waiter what it waits for, unless its deadline won; it does not wake a sleeping waiter: see
-    /// ``HandOver/sleeping``.
+    /// ``HandOver/sleeping``. Granting a waiter that is already granted does nothing (``HandOver/running``).
     package func handOver() -> HandOver {
         var expected = Self.watching
         while true {
@@ -134,7 +134,8 @@ package final class ParkedThread: @unchecked Sendable {
             if attempt.exchanged { return expected == Self.sleeping ? .sleeping : .running }
             switch attempt.original {
             case Self.timedOut: return .timedOut
-            case Self.granted: preconditionFailure("ParkedThread: granted twice; this is a bug in ConcurrencyKit.")
+            // Granted already: nothing more to do, as a second `grant()` always did.
+            case Self.granted: return .running
             default: expected = attempt.original
             }
         }

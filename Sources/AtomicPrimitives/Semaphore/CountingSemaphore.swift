@@ -24,6 +24,12 @@ import Dispatch
 /// Unlike a bare `DispatchSemaphore`, releasing a `CountingSemaphore` is safe in any state, also while some of its
 /// resources are taken. Its waits are visible to ThreadSanitizer.
 ///
+/// As with `DispatchSemaphore`, a wait that finds a free resource while nobody waits, and a signal while nobody waits,
+/// cost one atomic compare-exchange and take no lock. Only when somebody has to wait do the lock and the line come
+/// in. A blocked thread in line watches for its own grant for a moment before it sleeps (while fewer threads watch
+/// than there are processors), so a `signal()` that hands a resource to a thread still watching wakes nobody, and one
+/// that hands it to a sleeping thread wakes exactly that thread.
+///
 /// ### From async code
 ///
 /// Tasks wait without blocking a thread: ``acquire()`` suspends and throws `CancellationError` when its task is
