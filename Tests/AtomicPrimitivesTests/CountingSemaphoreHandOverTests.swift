@@ -15,8 +15,9 @@ struct CountingSemaphoreHandOverTests {
     /// A waiter that leaves the line on its own: a deadline of a few milliseconds, or a cancellation.
     enum Leaver: CaseIterable { case expiringThread, expiringTask, cancelledTask }
 
-    /// Property: `threads` waiters queue one after another (threads and tasks mixed), then a few that give up behind
-    /// them; half as many signals as waiters come from two threads while two others try to take a resource without
+    /// Property: waiters in line are granted oldest first, nobody barges, and no resource is lost or duplicated.
+    ///
+    /// `waiters` waiters queue one after another (threads and tasks mixed), then a few that give up behind them; half as many signals as waiters come from two threads while two others try to take a resource without
     /// waiting. The signals must go to exactly the oldest waiters, nobody may take a resource past the line, every
     /// waiter must end once the rest are signalled, and the resources left must be exactly what was not taken.
     @Test(
@@ -238,8 +239,9 @@ struct CountingSemaphoreHandOverTests {
         }
     }
 
-    /// With the schedule held open by the chaos hooks: a thread's deadline lands exactly as a signal takes it out of
-    /// the line. When the deadline's compare-exchange comes first the waiter times out and the signal leaves the
+    /// A thread's deadline lands exactly as a signal takes it out of the line, held open by the chaos hooks.
+    ///
+    /// When the deadline's compare-exchange comes first the waiter times out and the signal leaves the
     /// resource free (it returns 0); when the grant comes first the waiter has the resource (the signal returns 1).
     @Test(
         "a deadline landing exactly as a grant is made: whoever wins, the resource is neither lost nor duplicated",
@@ -353,7 +355,8 @@ enum DeadlineRace {
             let result = waited.value
             let woken = signalled.value ?? -1
             let taken = result == .success ? 1 : 0
-            let raced = round.waiterPoints.load(ordering: .relaxed) >= 2 && round.signallerPoints.load(ordering: .relaxed) >= 2
+            let raced =
+                round.waiterPoints.load(ordering: .relaxed) >= 2 && round.signallerPoints.load(ordering: .relaxed) >= 2
             if raced { racedRounds += 1 }
             if taken + left != 1 || (woken != 0) != (taken == 1) || semaphore.waiterCount != 0 {
                 failures.append(

@@ -19,7 +19,8 @@ struct ParkedThreadTests {
             let returned = DispatchSemaphore(value: 0)
             let granted = Atomic<Bool>(false)
             onNewThread {
-                granted.store(late.waitForGrant(untilUptimeNanoseconds: deadline().uptimeNanoseconds), ordering: .relaxed)
+                let limit = deadline().uptimeNanoseconds
+                granted.store(late.waitForGrant(untilUptimeNanoseconds: limit), ordering: .relaxed)
                 returned.signal()
             }
             checks.expect(returned.wait(timeout: .now() + .milliseconds(50)) == .timedOut)

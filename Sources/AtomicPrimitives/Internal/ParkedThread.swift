@@ -97,12 +97,14 @@ package final class ParkedThread: @unchecked Sendable {
         return false
     }
 
-    /// Ends a timed wait whose deadline has passed, unless a grant came first: the one compare-exchange that settles
-    /// that race. `true` if it was granted after all.
+    /// Ends a timed wait whose deadline has passed, unless a grant came first.
+    ///
+    /// The one compare-exchange that settles that race. `true` if it was granted after all.
     private func giveUp() -> Bool {
-        chaosPoint(.semaphoreLine)
         let current = self.state.load(ordering: .acquiring)
         guard current != Self.granted else { return true }
+        // Lets a test land a grant exactly here, between the look and the compare-exchange.
+        chaosPoint(.semaphoreLine)
         let ending = self.state.compareExchange(
             expected: current,
             desired: Self.timedOut,
@@ -121,8 +123,9 @@ package final class ParkedThread: @unchecked Sendable {
         case timedOut
     }
 
-    /// Grants the waiter what it waits for, unless its deadline won; it does not wake a sleeping waiter: see
-    /// ``HandOver/sleeping``. Granting a waiter that is already granted does nothing (``HandOver/running``).
+    /// Grants the waiter what it waits for, unless its deadline won.
+    ///
+    /// It does not wake a sleeping waiter: see ``HandOver/sleeping``. Granting a waiter that is already granted does nothing (``HandOver/running``).
     package func handOver() -> HandOver {
         var expected = Self.watching
         while true {
