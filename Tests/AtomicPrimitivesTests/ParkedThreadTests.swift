@@ -8,13 +8,13 @@ import Testing
 /// ParkedThread: the grant a blocked thread waits on, its timed form, and the spin policy.
 @Suite("ParkedThread", .serialized, .timeLimit(.minutes(1)))
 struct ParkedThreadTests {
-    @Test("a grant that comes before the wait, or during it, ends the wait; handOver says whether it was asleep")
+    @Test("a grant that comes before the wait, or during it, ends the wait, waking the waiter if it sleeps")
     func grantEndsTheWait() async throws {
         try await offPoolTest { checks in
             let early = ParkedThread()
             early.grant()
             checks.expect(early.waitForGrant(untilUptimeNanoseconds: deadline().uptimeNanoseconds))
-            // A waiter that has slept past its watch: the grant finds it asleep and wakes it.
+            // A waiter granted 50 ms into its wait, past its watch.
             let late = ParkedThread()
             let returned = DispatchSemaphore(value: 0)
             let granted = Atomic<Bool>(false)
@@ -24,8 +24,11 @@ struct ParkedThreadTests {
                 returned.signal()
             }
             checks.expect(returned.wait(timeout: .now() + .milliseconds(50)) == .timedOut)
-            checks.expect(late.handOver() == .sleeping)
-            late.wake()
+            // Asleep by now unless the machine is loaded; either way the grant reaches it, and only a sleeper needs a
+            // wake-up.
+            let found = late.handOver()
+            checks.expect(found != .timedOut)
+            if found == .sleeping { late.wake() }
             checks.expect(returned.wait(timeout: deadline()) == .success)
             checks.expect(granted.load(ordering: .relaxed))
         }
