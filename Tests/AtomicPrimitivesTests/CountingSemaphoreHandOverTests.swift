@@ -251,12 +251,13 @@ struct CountingSemaphoreHandOverTests {
         let result = await #expect(processExitsWith: .success, observing: [\.standardOutputContent]) {
             [deadlineWins] in
             let (raced, failures) = DeadlineRace.run(deadlineWins: deadlineWins, rounds: 20)
-            print("raced: \(raced >= 10), failures: \(failures)")
+            print("raced: \(raced >= 5), failures: \(failures)")
             fflush(nil)
             exit(0)  // The parent checks the output: a failed exit test hands back no output to show.
         }
         let output = text(result?.standardOutputContent)
-        // Most rounds meet at the two points; a round whose waiter times out before the test sees it in line does not.
+        // Most rounds meet at the two points (the waiter's deadline is 50 ms away); a round whose waiter times out
+        // before the test sees it in line, on a loaded machine, does not.
         #expect(output.contains("raced: true, failures: []"), "deadline wins: \(deadlineWins): \(output)")
     }
 }
@@ -330,7 +331,7 @@ enum DeadlineRace {
             threads.enter()
             onNewThread {
                 round.waiter.store(currentThreadID(), ordering: .releasing)
-                let result = semaphore.wait(.now() + .milliseconds(2))
+                let result = semaphore.wait(.now() + .milliseconds(50))
                 waited.mutate { $0 = result }
                 threads.leave()
             }
