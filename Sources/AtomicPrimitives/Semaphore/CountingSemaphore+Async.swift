@@ -206,17 +206,13 @@ extension CountingSemaphore {
         // Made before the lock is taken: the lock guards only the line.
         let timer = deadline == .never ? nil : self.makeTimer(for: waiter, firingAt: deadline.dispatchTime)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        guard waiter.state == .arriving, self.available == 0 else {
-            let outcome: SemaphoreWaiter.State
-            if waiter.state == .arriving {
-                // Signalled since the first look.
-                self.available -= 1
+        // Cancelled on its way to the line, or signalled since the first look; otherwise it joins the line.
+        let outcome: SemaphoreWaiter.State? =
+            waiter.state != .arriving ? waiter.state : self.count.takeOrQueue() ? .granted : nil
+        if let outcome {
+            if outcome == .granted {
                 waiter.state = .granted
                 waiter.sleeper = nil
-                outcome = .granted
-            } else {
-                // Cancelled on its way to the line.
-                outcome = waiter.state
             }
             self.core.unlock()
             continuation.resume(returning: outcome)
@@ -260,7 +256,7 @@ extension CountingSemaphore {
             self.core.unlock()
             sleeper?.cancel()
         case .queued:
-            self.line.remove(waiter)
+            self.takeOutOfLine(waiter)
             let ending = waiter.end(as: outcome)
             self.core.unlock()
             ending.complete()

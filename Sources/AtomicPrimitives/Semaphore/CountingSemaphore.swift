@@ -24,6 +24,12 @@ import Dispatch
 /// Unlike a bare `DispatchSemaphore`, releasing a `CountingSemaphore` is safe in any state, also while some of its
 /// resources are taken. Its waits are visible to ThreadSanitizer.
 ///
+/// As with `DispatchSemaphore`, a wait that finds a free resource while nobody waits, and a signal while nobody waits,
+/// cost one atomic compare-exchange and take no lock. Only when somebody has to wait do the lock and the line come
+/// in. A blocked thread in line watches for its own grant for a moment before it sleeps (while fewer threads watch
+/// than there are processors), so a `signal()` that hands a resource to a thread still watching wakes nobody, and one
+/// that hands it to a sleeping thread wakes exactly that thread.
+///
 /// ### From async code
 ///
 /// Tasks wait without blocking a thread: ``acquire()`` suspends and throws `CancellationError` when its task is
@@ -58,11 +64,12 @@ public final class CountingSemaphore {
         }
     }
 
+    /// The free resources, or that somebody waits: the fast path of waits and signals that need no line.
+    let count: SemaphoreCount
+    /// Guards `line`, and every change of `count` into or out of ``SemaphoreCount/queued``.
     let core = LockCore()
-    private let condition = ConditionCore()
-    // Safety: `available` and `line` are only read or written while `core` is locked. Invariant: while anyone waits
-    // in `line`, `available` is 0, since `signal()` hands its resource to the oldest waiter instead of adding it.
-    var available: Int
+    // Safety: `line`, and every waiter in it, are only read or written while `core` is locked. While anyone waits in
+    // `line`, `count` is `queued` (see ``SemaphoreCount``).
     var line = SemaphoreWaiterLine()
 
     /// Creates a semaphore of the given kind.
@@ -74,7 +81,7 @@ public final class CountingSemaphore {
             kind.resources >= 0,
             "CountingSemaphore: resources must be 0 or more, got \(kind.resources) (from \(kind))"
         )
-        self.available = kind.resources
+        self.count = SemaphoreCount(resources: kind.resources)
     }
 
     /// Creates a semaphore with `resources` resources; the same as `init(.counting(resources))`.
@@ -184,22 +191,32 @@ public final class CountingSemaphore {
     @discardableResult
     public func signal() -> Int {
         chaosPoint(.semaphoreLine)
+        if self.count.giveBackIfNobodyWaits() { return 0 }
+        return self.handToOldest()
+    }
+
+    /// The rest of ``signal()`` when somebody waits: hands the resource to the oldest waiter that is still there, and
+    /// wakes it if it sleeps, after the lock is released; returns 1 then, 0 if the resource went back to the count.
+    private func handToOldest() -> Int {
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        guard let waiter = self.line.removeFirst() else {
-            defer { self.core.unlock() }
-            let (available, overflow) = self.available.addingReportingOverflow(1)
-            precondition(!overflow, "CountingSemaphore: signal() would raise the resource count past Int.max")
-            self.available = available
+        // The line may have emptied since the first look.
+        if self.count.giveBackIfNobodyWaits() {
+            self.core.unlock()
             return 0
         }
-        let ending = waiter.end(as: .granted)
-        if ending.continuation == nil {
-            // A blocked thread: it watches its own state. Waking them all costs little, as few threads block here.
-            self.condition.broadcast()
+        while let waiter = self.line.removeFirst() {
+            // Lets a test land a waiter's deadline exactly here, between leaving the line and the grant.
+            chaosPoint(.semaphoreLine)
+            guard let ending = waiter.grant() else { continue }
+            if self.line.isEmpty { self.count.lineEmptied(leaving: 0) }
+            self.core.unlock()
+            ending.complete()
+            return 1
         }
+        // Every waiter left was a thread whose deadline won: the resource is free.
+        self.count.lineEmptied(leaving: 1)
         self.core.unlock()
-        ending.complete()
-        return 1
+        return 0
     }
 
     /// Gives a resource back: Queuer's name for ``signal()``.
@@ -270,38 +287,45 @@ public final class CountingSemaphore {
         case .at(let time): limit = time.uptimeNanoseconds
         case .never: limit = .max
         }
-        guard let call else { return self.park(untilUptimeNanoseconds: limit) }
-        return BlockingCallCheck.blocking(call) { self.park(untilUptimeNanoseconds: limit) }
+        guard let call else { return self.waitInLine(untilUptimeNanoseconds: limit) }
+        return BlockingCallCheck.blocking(call) { self.waitInLine(untilUptimeNanoseconds: limit) }
     }
 
     /// Waits in line for a resource until `deadline` (`.max`: without a limit), unless one is free by now.
-    private func park(untilUptimeNanoseconds deadline: UInt64) -> DispatchTimeoutResult {
+    ///
+    /// The thread watches its own grant, then sleeps (``ParkedThread``): a `signal()` that finds it still watching
+    /// costs no wake-up. If the deadline wins the race with a grant, the grant goes to the next waiter instead.
+    private func waitInLine(untilUptimeNanoseconds deadline: UInt64) -> DispatchTimeoutResult {
+        let thread = ParkedThread()
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        defer { self.core.unlock() }
-        if self.available > 0 {
-            self.available -= 1
+        if self.count.takeOrQueue() {
+            self.core.unlock()
             return .success
         }
-        let waiter = SemaphoreWaiter(state: .arriving)
+        let waiter = SemaphoreWaiter(thread: thread)
         self.line.append(waiter)
-        while waiter.state == .queued {
-            let signalled = self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline)
-            if !signalled && waiter.state == .queued {
-                self.line.remove(waiter)
-                waiter.state = .timedOut
-            }
+        self.core.unlock()
+        if thread.waitForGrant(untilUptimeNanoseconds: deadline) { return .success }
+        // Timed out: the grant can no longer come. Out of the line, unless a signal already took it out and moved on.
+        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
+        if waiter.state == .queued {
+            self.takeOutOfLine(waiter)
+            waiter.state = .timedOut
         }
-        return waiter.state == .granted ? .success : .timedOut
+        self.core.unlock()
+        return .timedOut
     }
 
-    /// Takes a resource if one is free right now.
+    /// Takes `waiter`, which is in the line, out of it; with the lock held.
+    func takeOutOfLine(_ waiter: SemaphoreWaiter) {
+        self.line.remove(waiter)
+        if self.line.isEmpty { self.count.lineEmptied(leaving: 0) }
+    }
+
+    /// Takes a resource if one is free right now and nobody waits for one.
     @inline(__always)
     func takeIfFree() -> Bool {
-        self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
-        defer { self.core.unlock() }
-        guard self.available > 0 else { return false }
-        self.available -= 1
-        return true
+        self.count.takeIfFree()
     }
 
     static func trapReentry() -> Never {
@@ -309,5 +333,5 @@ public final class CountingSemaphore {
     }
 }
 
-// Safety: `available` and `line`, and every waiter in it, are only touched while `core` is locked.
+// Safety: `line`, and every waiter in it, are only touched while `core` is locked; `count` is atomic.
 extension CountingSemaphore: @unchecked Sendable {}

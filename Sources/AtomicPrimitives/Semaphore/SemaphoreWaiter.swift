@@ -3,7 +3,7 @@ import Synchronization
 
 /// One caller waiting in a ``CountingSemaphore``: a blocked thread or a suspended task, in the FIFO line.
 ///
-/// Every field is read and written only while the semaphore's lock is held.
+/// Every `var` is read and written only while the semaphore's lock is held.
 final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guarded by the semaphore's lock.
     /// Where the waiter is in its life; it leaves `.queued` exactly once.
     enum State {
@@ -20,7 +20,9 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     }
 
     var state: State
-    /// Set for a suspended task; `nil` for a blocked thread, which watches `state` instead.
+    /// A blocked thread's own grant, which it watches and then sleeps on; `nil` for a task.
+    let thread: ParkedThread?
+    /// Set for a suspended task in the line; `nil` for a blocked thread.
     var continuation: UnsafeContinuation<State, Never>?
     /// The timer of a task's deadline while the task is in the line; whoever takes the task out of the line cancels
     /// it at once, so that no timer outlives its wait.
@@ -38,14 +40,42 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     /// timer that outlives its wait shows here.
     package static let liveWithDeadline = Atomic<Int>(0)
 
+    /// A task's waiter, arriving at the line.
     init(state: State, hasDeadline: Bool = false) {
         self.state = state
+        self.thread = nil
         self.hasDeadline = hasDeadline
         if hasDeadline { Self.liveWithDeadline.add(1, ordering: .relaxed) }
     }
 
+    /// A blocked thread's waiter, about to join the line.
+    init(thread: ParkedThread) {
+        self.state = .arriving
+        self.thread = thread
+        self.hasDeadline = false
+    }
+
     deinit {
         if self.hasDeadline { Self.liveWithDeadline.subtract(1, ordering: .relaxed) }
+    }
+
+    /// Grants the waiter, which has just left the line, a resource; call with the semaphore's lock held.
+    ///
+    /// - Returns: What must be done once the lock is released; `nil` if the waiter is a thread whose deadline won the
+    ///   race with this grant: it has left without the resource, which goes to the next waiter.
+    func grant() -> Ending? {
+        guard let thread = self.thread else { return self.end(as: .granted) }
+        switch thread.handOver() {
+        case .timedOut:
+            self.state = .timedOut
+            return nil
+        case .running:
+            self.state = .granted
+            return Ending(outcome: .granted, continuation: nil, timer: nil, sleeper: nil, sleepingThread: nil)
+        case .sleeping:
+            self.state = .granted
+            return Ending(outcome: .granted, continuation: nil, timer: nil, sleeper: nil, sleepingThread: thread)
+        }
     }
 
     /// Ends the wait with `outcome` and takes out what must be done once the lock is released.
@@ -58,22 +88,31 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
             self.timer = nil
             self.sleeper = nil
         }
-        return Ending(outcome: outcome, continuation: self.continuation, timer: self.timer, sleeper: self.sleeper)
+        return Ending(
+            outcome: outcome,
+            continuation: self.continuation,
+            timer: self.timer,
+            sleeper: self.sleeper,
+            sleepingThread: nil
+        )
     }
 
     /// What ends a wait, done by ``complete()`` after the semaphore's lock is released: the deadline's timer or
-    /// sleeper is cancelled, and a suspended task resumed.
+    /// sleeper is cancelled, and a suspended task resumed or a sleeping thread woken.
     struct Ending {
         let outcome: State
         let continuation: UnsafeContinuation<State, Never>?
         let timer: (any DispatchSourceTimer)?
         let sleeper: Task<Void, Never>?
+        /// A granted thread that sleeps: only it is woken.
+        let sleepingThread: ParkedThread?
 
-        /// Cancels the timer or the sleeper and resumes the task, if there are any.
+        /// Cancels the timer or the sleeper and resumes the task or wakes the thread, if there are any.
         func complete() {
             self.timer?.cancel()
             self.sleeper?.cancel()
             self.continuation?.resume(returning: self.outcome)
+            self.sleepingThread?.wake()
         }
     }
 }
