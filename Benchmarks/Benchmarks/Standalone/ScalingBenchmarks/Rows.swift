@@ -170,6 +170,13 @@ func allRows() -> [Row] {
                     let counter = PthreadCounter()
                     return hammer(load) { _, _ in increment(counter) }
                 },
+                // The semaphore hands each resource to the oldest waiter, as this lock does; DispatchSemaphore lets a
+                // newcomer take a resource ahead of the waiters, which only strict order forbids.
+                Contender("FIFO lock (park)") { load in
+                    let counter = ParkingCounter()
+                    let waiters = (0..<load.threads).map { _ in ParkingWaiter() }
+                    return hammer(load) { thread, index in write(counter, waiters[thread], index) }
+                },
             ]
         ),
         Row(
