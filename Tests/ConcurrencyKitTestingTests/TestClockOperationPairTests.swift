@@ -7,7 +7,7 @@ import Testing
 /// checker: the clock's table of the machine in `ContractPropertyTests/OperationPairTests.swift`.
 @Suite(
     "TestClock: every pair of operations on one clock, on two threads",
-    .timeLimit(.minutes(1)),
+    .timeLimit(.minutes(3)),  // past one pair's patience, so that a stuck pair is named
     .enabled(if: LockOrderChecking.mode != .off, "the lock-order checker is off")
 )
 struct TestClockOperationPairTests {

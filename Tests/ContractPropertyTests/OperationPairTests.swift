@@ -19,7 +19,7 @@ import Testing
 @Suite(
     "Contract properties: every pair of operations on one instance, on two threads",
     .serialized,
-    .timeLimit(.minutes(1)),
+    .timeLimit(.minutes(3)),  // past one pair's patience, so that a stuck pair is named
     .enabled(if: LockOrderChecking.mode != .off, "the lock-order checker is off")
 )
 struct OperationPairTests {

@@ -84,9 +84,14 @@ public enum OperationPairs {
     /// - Parameters:
     ///   - table: The type's operations.
     ///   - rounds: How many times each ordered pair runs.
-    ///   - seconds: How long one pair may take.
+    ///   - seconds: How long one pair may take: ``patienceSeconds`` unless told, since a pair that is only slow (a task
+    ///     that waits for a thread of a busy cooperative pool) must not fail.
     /// - Returns: The failures, each naming the type and the pair; empty if none.
-    public static func run<Subject>(_ table: PairTable<Subject>, rounds: Int = 2, seconds: Int = 10) -> [String] {
+    public static func run<Subject>(
+        _ table: PairTable<Subject>,
+        rounds: Int = 2,
+        seconds: Int = patienceSeconds
+    ) -> [String] {
         var failures: [String] = []
         // The threads that run this table's operations now: their reports belong to it, not to a table that another
         // test runs at the same time. Outside the lock-order graph: the filter reads it while a report is made.
