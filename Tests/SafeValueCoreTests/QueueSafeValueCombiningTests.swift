@@ -284,6 +284,33 @@ struct QueueSafeValueCombiningTests {
         }
     }
 
+    /// Meaningful in the gate's ThreadSanitizer stage: a task whose command a releaser applied may be resumed before
+    /// it finished suspending, an order the runtime keeps with atomics ThreadSanitizer does not see, so the result's
+    /// hand-over must be an edge of our own. Everywhere, each read must be an array one `set` wrote whole.
+    @Test("tasks read what combined sets wrote, whole, without a race")
+    func combinedResultsAreHandedOverToTasks() async {
+        let value = QueueSafeValue(value: [0, 0, 0])
+        let torn = AtomicBox(0)
+        await withTaskGroup(of: Void.self) { group in
+            for task in 0..<8 {
+                group.addTask {
+                    for step in 0..<400 {
+                        if (task + step).isMultiple(of: 2) {
+                            let stamp = task * 1_000 + step
+                            _ = await value.suspend.lowestPriority.set(newValue: [stamp, stamp, stamp])
+                        } else if case .success(let seen) = await value.suspend.lowestPriority.get(),
+                            Set(seen).count != 1
+                        {
+                            torn.mutate { $0 += 1 }
+                        }
+                        await Task.yield()
+                    }
+                }
+            }
+        }
+        #expect(torn.value == 0)
+    }
+
     @Test("a combined get sees the set queued just before it, and a set queued after a get is not seen by it")
     func combinedGetSeesThePreviousSet() async throws {
         try await offPoolTest { checks in

@@ -171,9 +171,11 @@ extension CountingSemaphore {
             // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it,
             // too); this covers a wait that ended on its way to the line.
             defer { sleeper?.cancel() }
-            return await withUnsafeContinuation { continuation in
+            let state = await withUnsafeContinuation { continuation in
                 self.enqueue(waiter, continuation: continuation, deadline: deadline)
             }
+            waiter.observeEnding()
+            return state
         } onCancel: {
             self.leave(waiter, as: .cancelled)
         }
@@ -225,9 +227,10 @@ extension CountingSemaphore {
         waiter.continuation = continuation
         waiter.timer = timer
         self.line.append(waiter)
-        // Armed before the lock is released, so that nothing runs between the release and the return. A task resumed
-        // before it has suspended is correct, but ThreadSanitizer cannot see how the runtime orders that case and
-        // reports a race; this keeps a deadline from making it likely. Arming neither blocks nor calls back.
+        // Armed before the lock is released; arming neither blocks nor calls back. A task resumed before it has
+        // suspended (by this timer or a `signal()` that takes the lock right after the release) is correct, but
+        // ThreadSanitizer cannot see how the runtime orders that case: `observeEnding()` gives the task its edge,
+        // and scripts/tsan.supp names the runtime's own report.
         timer?.activate()
         self.core.unlock()
     }

@@ -35,6 +35,12 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     fileprivate var previous: SemaphoreWaiter?
     /// Whether this waiter is counted in ``liveWithDeadline``.
     private let hasDeadline: Bool
+    /// Set, releasing, when the wait ends in the line, under the semaphore's lock and before its task is resumed.
+    ///
+    /// The task reads it, acquiring, once it is back (``observeEnding()``): a happens-before edge from whoever ended
+    /// the wait (a `signal()` and what came before it) to the task, also when the task was resumed before it had
+    /// finished suspending, an order the Swift runtime keeps with atomics that ThreadSanitizer does not see.
+    private let ended = Atomic<Bool>(false)
 
     /// How many waiters with a deadline exist in the process, for tests: a deadline's timer holds its waiter, so a
     /// timer that outlives its wait shows here.
@@ -81,8 +87,14 @@ final class SemaphoreWaiter: @unchecked Sendable {  // Safety: every var is guar
     /// Ends the wait with `outcome` and takes out what must be done once the lock is released.
     ///
     /// Call with the semaphore's lock held, on a waiter that has just left the line.
+    /// Pairs with ``end(as:)``: call it on the waiting task once it is resumed.
+    func observeEnding() {
+        _ = self.ended.load(ordering: .acquiring)
+    }
+
     func end(as outcome: State) -> Ending {
         self.state = outcome
+        self.ended.store(true, ordering: .releasing)
         defer {
             self.continuation = nil
             self.timer = nil

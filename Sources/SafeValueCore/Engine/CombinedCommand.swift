@@ -1,3 +1,5 @@
+import Synchronization
+
 /// A waiting command that passes no closure of the user's (`get()`, `set(newValue:)`), which the holder releasing the
 /// turn may apply itself (flat combining): the turn then goes straight on to the next command instead of waiting for
 /// this one's thread to wake or its task to be scheduled.
@@ -20,14 +22,18 @@ class CombinedCommand: @unchecked Sendable {
     }
 
     // Safety: `wake` is written by the issuing thread before the command is queued under the engine's lock, and read
-    // after that lock took it out of the queue. `wasApplied` and the subclass's result are written by the releaser
-    // before it wakes the command (a `ParkedThread` grant or a continuation resume, each a happens-before edge) and
-    // read by the issuer after it woke. `nextApplied` is the releaser's own.
+    // after that lock took it out of the queue. The subclass's result is written by the releaser before it publishes
+    // `applied` (releasing), and read by the issuer after it woke and read `applied` (acquiring): that pair is the
+    // happens-before edge, also for a task resumed before it had finished suspending, an order the runtime keeps with
+    // atomics that ThreadSanitizer does not see. `nextApplied` is the releaser's own.
     @usableFromInline
     var wake: Wake?
+    private let applied = Atomic<Bool>(false)
     /// Whether the releaser applied the command: its result is ready, and the command does not hold the turn.
+    ///
+    /// Read it after waking, before reading the result.
     @usableFromInline
-    var wasApplied = false
+    var wasApplied: Bool { self.applied.load(ordering: .acquiring) }
     /// The next command applied by the same releaser, which wakes them all once it handed the turn on.
     var nextApplied: CombinedCommand?
 
@@ -44,7 +50,7 @@ class CombinedCommand: @unchecked Sendable {
     /// Wakes its thread, or resumes its task with ``TurnEngine/Acquisition/applied``. Off the turn: the releaser has
     /// handed the turn on first.
     func wakeApplied() {
-        self.wasApplied = true
+        self.applied.store(true, ordering: .releasing)
         switch self.wake {
         case .thread(let thread): thread.grant()
         case .task(let continuation): continuation.resume(returning: .applied)

@@ -338,7 +338,12 @@ final class TurnEngine: @unchecked Sendable {
                 waiter.resumeCancelled()
             }
         }
-        if case .acquired = acquisition { self.tookTurnOver() }
+        switch acquisition {
+        case .acquired: self.tookTurnOver()
+        // Pairs with the releaser's publishing it, before the caller reads the result.
+        case .applied: _ = combined?.wasApplied
+        case .cancelled, .valueDestroyed: break
+        }
         return acquisition
     }
 
