@@ -163,10 +163,12 @@ struct CountingSemaphoreAsyncTests {
         #expect(await self.freeResources(semaphore) == 2)
     }
 
-    /// A plain count that only the semaphore guards: ThreadSanitizer reports a race on it unless every hand-over from
-    /// a `signal()` to a task is a happens-before edge it can see, also to a task resumed before it had finished
-    /// suspending (the runtime orders that case with atomics ThreadSanitizer does not see). Meaningful in the gate's
-    /// ThreadSanitizer stage; everywhere, the count must come out exact.
+    /// A plain count that only the semaphore guards.
+    ///
+    /// ThreadSanitizer reports a race on it unless every hand-over from a `signal()` to a task is a happens-before
+    /// edge it can see, also to a task resumed before it had finished suspending (the runtime orders that case with
+    /// atomics ThreadSanitizer does not see). Meaningful in the gate's ThreadSanitizer stage; everywhere, the count
+    /// must come out exact.
     final class PlainCount: @unchecked Sendable {
         var value = 0
     }

@@ -284,9 +284,11 @@ struct QueueSafeValueCombiningTests {
         }
     }
 
-    /// Meaningful in the gate's ThreadSanitizer stage: a task whose command a releaser applied may be resumed before
-    /// it finished suspending, an order the runtime keeps with atomics ThreadSanitizer does not see, so the result's
-    /// hand-over must be an edge of our own. Everywhere, each read must be an array one `set` wrote whole.
+    /// Tasks whose combined commands a releaser applied read their results.
+    ///
+    /// Meaningful in the gate's ThreadSanitizer stage: such a task may be resumed before it finished suspending, an
+    /// order the runtime keeps with atomics ThreadSanitizer does not see, so the result's hand-over must be an edge of
+    /// our own. Everywhere, each read must be an array one `set` wrote whole.
     @Test("tasks read what combined sets wrote, whole, without a race")
     func combinedResultsAreHandedOverToTasks() async {
         let value = QueueSafeValue(value: [0, 0, 0])
