@@ -44,9 +44,9 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
     /// Replaces the value.
     ///
     /// When it has to wait, the command that releases the value may apply it for this task (flat combining), in its
-    /// place in the queue, so that the value need not wait for the task to be scheduled; the replaced value may then
-    /// be destroyed on that command's thread. A cancellation that comes after it was applied does not undo it: the
-    /// command returns its result.
+    /// place in the queue, so that the value need not wait for the task to be scheduled; the replaced value is
+    /// destroyed in this task once it is back, never on the releaser's thread. A cancellation that comes after it was
+    /// applied does not undo it: the command returns its result.
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor; leave the default.
@@ -130,7 +130,7 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
             let command = CombinedValueCommand(storage: self.storage, operation: operation)
             switch await engine.acquireSuspending(self.priority, combined: command) {
             case .acquired: break
-            case .applied: return .success(command.result.unsafelyUnwrapped)
+            case .applied: return .success(command.takeResult())
             case .cancelled: return .failure(.cancelled)
             case .valueDestroyed: return .failure(.valueContainerDeinited)
             }

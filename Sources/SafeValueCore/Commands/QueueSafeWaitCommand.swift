@@ -136,8 +136,8 @@ public struct QueueSafeWaitCommand<Value> {
     /// Replaces the value.
     ///
     /// When it has to wait, the command passes no closure, so the command that releases the value may apply it
-    /// for this thread (flat combining), in its place in the queue: the replaced value may then be destroyed on
-    /// that thread. This call returns once the new value is in place either way.
+    /// for this thread (flat combining), in its place in the queue. This call returns once the new value is in
+    /// place either way, and the replaced value is destroyed on the calling thread, never on the releaser's.
     ///
     /// - Parameters:
     ///   - newValue: The new value.
@@ -299,7 +299,7 @@ public struct QueueSafeWaitCommand<Value> {
             let command = CombinedValueCommand(storage: storage, operation: operation)
             switch self.combineInLine(form, command, file: file, line: line) {
             case .holdsTurn: break
-            case .applied: return .success(command.result.unsafelyUnwrapped)
+            case .applied: return .success(command.takeResult())
             case .valueDestroyed: return .failure(.valueContainerDeinited)
             }
         }

@@ -28,6 +28,11 @@ final class CombinedValueCommand<Value>: CombinedCommand, @unchecked Sendable {
     /// The value after the command, once applied.
     @usableFromInline
     var result: Value?
+    /// The value a `set` replaced, once applied: the issuer destroys it on its own thread (``takeResult()``), as an
+    /// uncombined `set` does, so that no `deinit` of the user's runs on the releaser's thread, in its locks, queue or
+    /// actor.
+    @usableFromInline
+    var replaced: Value?
 
     @usableFromInline
     init(storage: ValueStorage<Value>, operation: Operation) {
@@ -35,11 +40,29 @@ final class CombinedValueCommand<Value>: CombinedCommand, @unchecked Sendable {
         self.operation = operation
     }
 
-    /// Applies the command for the releaser, recorded as a command closure: replacing the value may run the old
-    /// value's `deinit`, and a `wait` from there must fail fast.
+    /// Applies the command for the releaser, which holds the turn: a `set` swaps the new value in and keeps the old
+    /// one for the issuer, so that nothing of the user's runs here.
     override func apply() {
         let operation = self.operation
         self.operation = .get  // the new value now lives in the storage only
-        self.result = self.storage.runClosure { value in operation.apply(to: &value) }
+        var replaced: Value?
+        self.result = self.storage.runClosure { value in
+            if case .set(let newValue) = operation {
+                replaced = value
+                value = newValue
+            }
+            return value
+        }
+        self.replaced = replaced
+    }
+
+    /// For the issuer, woken with its command applied: destroys the value a `set` replaced, here, on the issuer's
+    /// thread, and returns the result, leaving the command holding no value, whoever releases it last.
+    @inlinable
+    func takeResult() -> Value {
+        _ = self.wasApplied  // pairs with the releaser's publishing it
+        self.replaced = nil
+        defer { self.result = nil }
+        return self.result.unsafelyUnwrapped
     }
 }
