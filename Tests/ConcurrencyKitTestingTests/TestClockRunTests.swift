@@ -146,6 +146,11 @@ struct TestClockRunTests {
         let clock = TestClock()
         let sleeper = Task(executorPreference: executor) { try await clock.sleep(for: .seconds(1)) }
         try await clock.waitForSleepers(1, timeout: patienceLimit)
+        // The sleeper is on the clock before its job has left the queue: wait for that job to end, so that the
+        // suspended queue holds the wake-up (a resume that came while the job still ran would land at once).
+        await withCheckedContinuation { (left: CheckedContinuation<Void, Never>) in
+            executor.queue.async { left.resume() }
+        }
         executor.queue.suspend()
         clock.advance(by: .seconds(1))
         let error = await #expect(throws: TestClockError.self) {
