@@ -99,7 +99,12 @@ public final class AtomicBox<Value> {
     /// A copy of the value, read under the lock.
     @inlinable
     public var value: Value {
-        self._core.lock(file: "AtomicBox.value", line: 0, onReentry: { self._trapReentry() })
+        self._core.lock(
+            file: "AtomicBox.value",
+            line: 0,
+            reporting: (self, "AtomicBox.value"),
+            onReentry: { self._trapReentry() }
+        )
         defer { self._core.unlock() }
         return self._value.pointee
     }
@@ -119,7 +124,12 @@ public final class AtomicBox<Value> {
         line: UInt = #line,
         _ body: (inout Value) throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
+        self._core.lock(
+            file: file,
+            line: line,
+            reporting: (self, "AtomicBox.mutate(_:)"),
+            onReentry: { self._trapReentry() }
+        )
         defer { self._core.unlock() }
         return try body(&self._value.pointee)
     }
@@ -143,3 +153,13 @@ public final class AtomicBox<Value> {
 
 // Safety: the value in `_core`'s block is only read or written while `_core` is locked.
 extension AtomicBox: @unchecked Sendable where Value: Sendable {}
+
+extension AtomicBox: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        self._core.waitResource(of: self, type: "AtomicBox<\(Value.self)>")
+    }
+
+    package var waitHolding: WaitHolding {
+        self._core.waitHolding
+    }
+}

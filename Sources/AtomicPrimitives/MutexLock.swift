@@ -64,7 +64,12 @@ public final class MutexLock {
     /// - Precondition: The calling thread does not already hold the lock.
     @inlinable
     public func lock(file: StaticString = #fileID, line: UInt = #line) {
-        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
+        self._core.lock(
+            file: file,
+            line: line,
+            reporting: (self, "MutexLock.lock()"),
+            onReentry: { self._trapReentry() }
+        )
     }
 
     /// Releases the lock.
@@ -106,7 +111,12 @@ public final class MutexLock {
         line: UInt = #line,
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
-        self._core.lock(file: file, line: line, onReentry: { self._trapReentry() })
+        self._core.lock(
+            file: file,
+            line: line,
+            reporting: (self, "MutexLock.withLock(_:)"),
+            onReentry: { self._trapReentry() }
+        )
         defer { self._core.unlock() }
         return try body()
     }
@@ -137,3 +147,13 @@ public final class MutexLock {
 
 // Safety: the only state is the pthread mutex and its atomic owner, both made for use from any thread.
 extension MutexLock: @unchecked Sendable {}
+
+extension MutexLock: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        self._core.waitResource(of: self, type: "MutexLock")
+    }
+
+    package var waitHolding: WaitHolding {
+        self._core.waitHolding
+    }
+}

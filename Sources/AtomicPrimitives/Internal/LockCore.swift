@@ -22,6 +22,11 @@ package struct LockCore: ~Copyable {
     @usableFromInline
     let mutex: UnsafeMutablePointer<CMutex>
 
+    /// The name the lock was given, for the wait report; `nil` for none.
+    package let name: String?
+    /// Where the lock's owner was made, a ``PackedSite``, for the wait report; 0 for the diagnostics' own locks.
+    package let madeAt: UInt
+
     #if DEBUG
     /// The lock's node in the lock-order graph, retained by the lock; ``LockOrderKey/unobserved`` for the
     /// diagnostics' own locks.
@@ -57,6 +62,8 @@ package struct LockCore: ~Copyable {
         line: UInt = #line
     ) {
         self.mutex = Self.makeBlock(payload)
+        self.name = name
+        self.madeAt = PackedSite.pack(file: file, line: line)
         #if DEBUG
         let node = LockOrderNode(name: name, type: type, peers: peers, file: file, line: line)
         self.observer = LockOrderKey(Unmanaged.passRetained(node).takeUnretainedValue())
@@ -71,6 +78,8 @@ package struct LockCore: ~Copyable {
     ///   - payload: As for ``init(name:type:peers:payload:file:line:)``.
     package init(unobserved: (), payload: PayloadLayout = LockCore.noPayload) {
         self.mutex = Self.makeBlock(payload)
+        self.name = nil
+        self.madeAt = PackedSite.none
         #if DEBUG
         self.observer = .unobserved
         self.observerSerial = 0
@@ -84,10 +93,17 @@ package struct LockCore: ~Copyable {
         return (MemoryLayout<CMutex>.size + alignment - 1) & ~(alignment - 1)
     }
 
-    /// Where a payload with `alignment` sits in the block: after the owner.
+    /// Where the owner's site sits in the block: after the owner.
+    @inlinable
+    static var siteOffset: Int {
+        Self.ownerOffset + MemoryLayout<Atomic<UInt>>.size
+    }
+
+    /// Where a payload with `alignment` sits in the block: after the owner's site. With glibc's 40-byte mutex, a
+    /// payload of up to 8 bytes still shares the first cache line with the lock.
     @inlinable
     static func payloadOffset(alignment: Int) -> Int {
-        (Self.ownerOffset + MemoryLayout<Atomic<UInt>>.size + alignment - 1) & ~(alignment - 1)
+        (Self.siteOffset + MemoryLayout<Atomic<UInt>>.size + alignment - 1) & ~(alignment - 1)
     }
 
     /// The block is a whole number of cache lines, aligned to one, so that a neighbour's writes never share its line.
@@ -99,7 +115,9 @@ package struct LockCore: ~Copyable {
         let end = Self.payloadOffset(alignment: payload.alignment) + payload.size
         let size = (end + Self.cacheLine - 1) & ~(Self.cacheLine - 1)
         let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: alignment)
-        (block + Self.ownerOffset).bindMemory(to: Atomic<UInt>.self, capacity: 1).initialize(to: Atomic(0))
+        let owner = (block + Self.ownerOffset).bindMemory(to: Atomic<UInt>.self, capacity: 2)
+        owner.initialize(to: Atomic(0))
+        (owner + 1).initialize(to: Atomic(PackedSite.none))
         let mutex = block.bindMemory(to: CMutex.self, capacity: 1)
         mutex.initialize(to: CMutex())
         let result = CLibrary.initialize(mutex)
@@ -111,6 +129,30 @@ package struct LockCore: ~Copyable {
     @inlinable
     var owner: UnsafeMutablePointer<Atomic<UInt>> {
         (UnsafeMutableRawPointer(self.mutex) + Self.ownerOffset).assumingMemoryBound(to: Atomic<UInt>.self)
+    }
+
+    /// Where the owner took the mutex, a ``PackedSite``, in the block after the owner: for the wait report.
+    @inlinable
+    var ownerSite: UnsafeMutablePointer<Atomic<UInt>> {
+        (UnsafeMutableRawPointer(self.mutex) + Self.siteOffset).assumingMemoryBound(to: Atomic<UInt>.self)
+    }
+
+    /// How the wait report names the lock of an object `owner` of type `type`.
+    package func waitResource(of owner: AnyObject, type: String) -> WaitReport.Resource {
+        WaitReport.Resource(
+            type: type,
+            name: self.name,
+            madeAt: PackedSite.describe(self.madeAt),
+            identity: WaitRecords.identity(of: owner)
+        )
+    }
+
+    /// The owner and where it took the mutex, as the wait report reads them from another thread; no holder if free.
+    package var waitHolding: WaitHolding {
+        let owner = self.owner.pointee.load(ordering: .relaxed)
+        let site = self.ownerSite.pointee.load(ordering: .relaxed)
+        guard owner != 0 else { return WaitHolding() }
+        return WaitHolding(holders: [(owner, site)])
     }
 
     /// Where the payload of type `Payload` lives in the block.
@@ -140,7 +182,7 @@ package struct LockCore: ~Copyable {
         }
         let result = CLibrary.destroy(self.mutex)
         precondition(result == 0, "pthread_mutex_destroy failed with error \(result)")
-        self.owner.deinitialize(count: 1)
+        self.owner.deinitialize(count: 2)
         self.mutex.deinitialize(count: 1)
         UnsafeMutableRawPointer(self.mutex).deallocate()
     }
@@ -170,6 +212,25 @@ package struct LockCore: ~Copyable {
     ///   - onReentry: Traps with the owner's message.
     @inlinable
     package func lock(file: StaticString = #fileID, line: UInt = #line, onReentry: () -> Never) {
+        self.lock(file: file, line: line, reporting: nil, onReentry: onReentry)
+    }
+
+    /// Takes the mutex as ``lock(file:line:onReentry:)`` does; if it has to wait, the wait report shows the calling
+    /// thread waiting on `target` for `call`.
+    ///
+    /// - Parameters:
+    ///   - file: The acquisition's file, for lock-order reports and the wait report.
+    ///   - line: The acquisition's line.
+    ///   - waiting: What the wait report shows the thread waiting on (a ``WaitTarget``), and in which call; `nil`
+    ///     records nothing.
+    ///   - onReentry: Traps with the owner's message.
+    @inlinable
+    package func lock(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        reporting waiting: (target: AnyObject, call: StaticString)?,
+        onReentry: () -> Never
+    ) {
         let thread = currentThreadID()
         if self.owner.pointee.load(ordering: .relaxed) == thread {
             onReentry()
@@ -180,9 +241,25 @@ package struct LockCore: ~Copyable {
             LockOrderChecker.lockWillAcquire(self.observer, file: file, line: line)
         }
         #endif
-        let result = CLibrary.lock(self.mutex)
-        precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
+        // The free mutex is taken by the try; only a thread that has to wait records its wait.
+        if CLibrary.tryLock(self.mutex) != 0 {
+            self.lockWaiting(file: file, line: line, reporting: waiting)
+        }
         self.owner.pointee.store(thread, ordering: .relaxed)
+        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+    }
+
+    /// The mutex is taken: waits for it, recorded for the wait report if `waiting` says as what.
+    @usableFromInline
+    func lockWaiting(file: StaticString, line: UInt, reporting waiting: (target: AnyObject, call: StaticString)?) {
+        let result: Int32
+        if let waiting {
+            let call = BlockingCall(api: waiting.call, alternative: "", file: file, line: line)
+            result = WaitRecords.whileParked(on: waiting.target, as: call) { CLibrary.lock(self.mutex) }
+        } else {
+            result = CLibrary.lock(self.mutex)
+        }
+        precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
     }
 
     /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
@@ -199,6 +276,7 @@ package struct LockCore: ~Copyable {
             return false
         }
         self.owner.pointee.store(currentThreadID(), ordering: .relaxed)
+        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
         #if DEBUG
         if self.observerSerial != 0, LockOrderChecking.isOn {
             LockOrderChecker.didAcquire(self.observer, file: file, line: line)

@@ -55,18 +55,35 @@ package final class ParkedThread: @unchecked Sendable {
     package init() {}
 
     /// Returns once ``grant()`` was called: at once if it was already.
+    ///
+    /// - Parameter waiting: What the wait report shows the thread waiting on (a ``WaitTarget``) and for which call,
+    ///   once it sleeps; `nil` records nothing.
     @usableFromInline
-    package func waitForGrant() {
-        _ = self.waitForGrant(untilUptimeNanoseconds: .max)
+    package func waitForGrant(reporting waiting: (target: AnyObject, call: BlockingCall)? = nil) {
+        _ = self.waitForGrant(untilUptimeNanoseconds: .max, reporting: waiting)
     }
 
     /// Returns once ``grant()`` was called, or the deadline passed first.
     ///
-    /// - Parameter deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
+    /// - Parameters:
+    ///   - deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
+    ///   - waiting: What the wait report shows the thread waiting on and for which call, once it sleeps: a thread
+    ///     that is granted while it watches records nothing.
     /// - Returns: `true` if granted. `false` if the deadline won: from then on ``handOver()`` returns
     ///   ``HandOver/timedOut``, so whoever would grant knows the waiter has left.
-    package func waitForGrant(untilUptimeNanoseconds deadline: UInt64) -> Bool {
+    package func waitForGrant(
+        untilUptimeNanoseconds deadline: UInt64,
+        reporting waiting: (target: AnyObject, call: BlockingCall)? = nil
+    ) -> Bool {
         if self.watch(untilUptimeNanoseconds: deadline) { return true }
+        guard let waiting else { return self.sleep(untilUptimeNanoseconds: deadline) }
+        return WaitRecords.whileParked(on: waiting.target, as: waiting.call) {
+            self.sleep(untilUptimeNanoseconds: deadline)
+        }
+    }
+
+    /// Sleeps until granted or the deadline passes, unless a grant or the deadline came while it watched.
+    private func sleep(untilUptimeNanoseconds deadline: UInt64) -> Bool {
         let bed = Bed()
         self.bed = bed
         // Publishes `bed` (releasing), and fails only if a grant or the deadline came first.

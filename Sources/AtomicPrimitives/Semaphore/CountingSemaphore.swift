@@ -72,24 +72,39 @@ public final class CountingSemaphore {
     // `line`, `count` is `queued` (see ``SemaphoreCount``).
     var line = SemaphoreWaiterLine()
 
+    /// The name given at `init`, for ``WaitReport``; `nil` for none.
+    public let name: String?
+    /// Where the semaphore was made, a ``PackedSite``, for ``WaitReport``.
+    let madeAt: UInt
+
     /// Creates a semaphore of the given kind.
     ///
-    /// - Parameter kind: How many resources it starts with; ``Kind/barrier`` (none) unless you say otherwise.
+    /// - Parameters:
+    ///   - kind: How many resources it starts with; ``Kind/barrier`` (none) unless you say otherwise.
+    ///   - name: What ``WaitReport`` calls it; `nil` (the default) for none.
+    ///   - file: Where the semaphore is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the semaphore is made; leave the default.
     /// - Precondition: A ``Kind/counting(_:)`` count is 0 or more.
-    public init(_ kind: Kind = .barrier) {
+    public init(_ kind: Kind = .barrier, name: String? = nil, file: StaticString = #fileID, line: UInt = #line) {
         precondition(
             kind.resources >= 0,
             "CountingSemaphore: resources must be 0 or more, got \(kind.resources) (from \(kind))"
         )
         self.count = SemaphoreCount(resources: kind.resources)
+        self.name = name
+        self.madeAt = PackedSite.pack(file: file, line: line)
     }
 
     /// Creates a semaphore with `resources` resources; the same as `init(.counting(resources))`.
     ///
-    /// - Parameter resources: How many threads may pass ``wait(file:line:)`` before one has to wait; 0 or more.
+    /// - Parameters:
+    ///   - resources: How many threads may pass ``wait(file:line:)`` before one has to wait; 0 or more.
+    ///   - name: What ``WaitReport`` calls it; `nil` (the default) for none.
+    ///   - file: Where the semaphore is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the semaphore is made; leave the default.
     /// - Precondition: `resources` is 0 or more.
-    public convenience init(resources: Int) {
-        self.init(.counting(resources))
+    public convenience init(resources: Int, name: String? = nil, file: StaticString = #fileID, line: UInt = #line) {
+        self.init(.counting(resources), name: name, file: file, line: line)
     }
 
     /// Takes a resource, waiting for as long as it takes for one to be free.
@@ -256,7 +271,12 @@ public final class CountingSemaphore {
             line: line
         )
         _ = self.wait(until: .never, as: call)
-        defer { self.signal() }
+        // The permit is this thread's until `body` returns: the wait report names it as a holder.
+        WaitRecords.hold(self, file: file, line: line)
+        defer {
+            WaitRecords.unhold(self)
+            self.signal()
+        }
         return try body()
     }
 
@@ -287,15 +307,16 @@ public final class CountingSemaphore {
         case .at(let time): limit = time.uptimeNanoseconds
         case .never: limit = .max
         }
-        guard let call else { return self.waitInLine(untilUptimeNanoseconds: limit) }
-        return BlockingCallCheck.blocking(call) { self.waitInLine(untilUptimeNanoseconds: limit) }
+        guard let call else { return self.waitInLine(untilUptimeNanoseconds: limit, as: nil) }
+        return BlockingCallCheck.blocking(call) { self.waitInLine(untilUptimeNanoseconds: limit, as: call) }
     }
 
     /// Waits in line for a resource until `deadline` (`.max`: without a limit), unless one is free by now.
     ///
     /// The thread watches its own grant, then sleeps (``ParkedThread``): a `signal()` that finds it still watching
     /// costs no wake-up. If the deadline wins the race with a grant, the grant goes to the next waiter instead.
-    private func waitInLine(untilUptimeNanoseconds deadline: UInt64) -> DispatchTimeoutResult {
+    /// Once it sleeps, the wait report shows it waiting for `call`.
+    private func waitInLine(untilUptimeNanoseconds deadline: UInt64, as call: BlockingCall?) -> DispatchTimeoutResult {
         let thread = ParkedThread()
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         if self.count.takeOrQueue() {
@@ -305,7 +326,9 @@ public final class CountingSemaphore {
         let waiter = SemaphoreWaiter(thread: thread)
         self.line.append(waiter)
         self.core.unlock()
-        if thread.waitForGrant(untilUptimeNanoseconds: deadline) { return .success }
+        if thread.waitForGrant(untilUptimeNanoseconds: deadline, reporting: call.map { (self, $0) }) {
+            return .success
+        }
         // Timed out: the grant can no longer come. Out of the line, unless a signal already took it out and moved on.
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
         if waiter.state == .queued {
@@ -335,3 +358,18 @@ public final class CountingSemaphore {
 
 // Safety: `line`, and every waiter in it, are only touched while `core` is locked; `count` is atomic.
 extension CountingSemaphore: @unchecked Sendable {}
+
+extension CountingSemaphore: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        WaitReport.Resource(
+            type: "CountingSemaphore",
+            name: self.name,
+            madeAt: PackedSite.describe(self.madeAt),
+            identity: WaitRecords.identity(of: self)
+        )
+    }
+
+    package var waitHolding: WaitHolding {
+        WaitHolding(state: self.count.waitDescription)
+    }
+}

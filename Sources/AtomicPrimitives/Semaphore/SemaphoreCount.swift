@@ -84,4 +84,10 @@ struct SemaphoreCount: ~Copyable {
     func lineEmptied(leaving resources: Int) {
         self.word.store(resources, ordering: .releasing)
     }
+
+    /// The word as the wait report shows it, read at one instant: `"2 free"`, or `"none free, a line waits"`.
+    var waitDescription: String {
+        let current = self.word.load(ordering: .relaxed)
+        return current == Self.queued ? "none free, a line waits" : "\(current) free"
+    }
 }

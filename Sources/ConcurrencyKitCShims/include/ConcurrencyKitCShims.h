@@ -7,6 +7,7 @@
 #define CONCURRENCYKIT_C_SHIMS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /// A lock a thread holds: its serial number, its node and peer class (unretained, by address), and where it was taken.
@@ -76,5 +77,67 @@ void ck_lock_order_orphaned(void);
 /// Whether the thread has looked for its orphans since the last one was counted (a new thread has not looked yet);
 /// if not, records that it looks now, and returns false: the caller then drops its orphans from its records.
 bool ck_lock_order_orphans_seen(ck_lock_order_thread *_Nonnull thread);
+
+// The per-thread records of ConcurrencyKit's wait report (all builds): the wait a thread is parked in, and the
+// resources it holds that have no holder of their own to ask (a semaphore's permits taken by `perform`). The owning
+// thread writes them with plain stores; a report reads them from another thread without stopping the owner.
+
+/// A resource a thread holds: its identity, and where it was taken.
+typedef struct {
+    uintptr_t resource;
+    const uint8_t *_Nullable file;
+    intptr_t fileCount;
+    uintptr_t line;
+} ck_wait_held;
+
+/// The wait a thread is parked in.
+typedef struct {
+    /// What kind of wait, as the Swift side numbers them.
+    uintptr_t kind;
+    /// The resource waited on, an unretained Swift object that the waiting thread keeps alive while it waits.
+    const void *_Nullable object;
+    /// The blocking call, as users write it.
+    const uint8_t *_Nullable api;
+    intptr_t apiCount;
+    /// The caller's file and line.
+    const uint8_t *_Nullable file;
+    intptr_t fileCount;
+    uintptr_t line;
+    /// When the wait began, in `DispatchTime.uptimeNanoseconds`.
+    uint64_t since;
+} ck_wait_entry;
+
+/// Publishes the calling thread's wait; the thread must keep `entry->object` alive until ``ck_wait_end``.
+void ck_wait_begin(const ck_wait_entry *_Nonnull entry);
+
+/// Ends the calling thread's wait; returns once no report reads it any more.
+void ck_wait_end(void);
+
+/// Records that the calling thread holds `resource`, taken at `file`:`line`.
+void ck_wait_hold(uintptr_t resource, const uint8_t *_Nullable file, intptr_t fileCount, uintptr_t line);
+
+/// Records that the calling thread no longer holds `resource` (the latest record of it, if it holds it twice).
+void ck_wait_unhold(uintptr_t resource);
+
+/// What a report is shown of one thread, for the time of one call: its wait (null if it waits for nothing), whose
+/// `object` is alive until the call returns, and the resources it holds, oldest first.
+typedef void (*ck_wait_visitor)(
+    void *_Nullable context,
+    uintptr_t thread,
+    uint64_t kernelThread,
+    const ck_wait_entry *_Nullable wait,
+    const ck_wait_held *_Nonnull held,
+    intptr_t heldCount
+);
+
+/// Shows `visitor` every thread that has waited or held a recorded resource and has not exited, one at a time. No
+/// thread waits for the report, except that a thread ending its wait waits for the visit of its own record to end.
+void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
+
+/// Writes the name of `thread`, a thread that exists, into `buffer`; false if it has none or it cannot be read.
+bool ck_wait_thread_name(uintptr_t thread, char *_Nonnull buffer, size_t size);
+
+/// The calling thread's ID in the wait records: `pthread_self()`.
+uintptr_t ck_wait_thread_id(void);
 
 #endif

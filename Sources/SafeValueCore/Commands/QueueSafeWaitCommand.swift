@@ -279,7 +279,7 @@ public struct QueueSafeWaitCommand<Value> {
             LockOrderChecker.didRelease(self.storage.lockOrder)
             engine.release()?.grant()
         }
-        return .success(self.storage.runClosure(body))
+        return .success(self.storage.runClosure(at: PackedSite.pack(file: file, line: line), body))
     }
 
     /// Runs a command that passes no closure: as ``perform(_:file:line:_:)`` when the value is free; when it is
@@ -308,7 +308,9 @@ public struct QueueSafeWaitCommand<Value> {
             LockOrderChecker.didRelease(storage.lockOrder)
             storage.engine.release()?.grant()
         }
-        return .success(storage.runClosure { value in operation.apply(to: &value) })
+        return .success(
+            storage.runClosure(at: PackedSite.pack(file: file, line: line)) { value in operation.apply(to: &value) }
+        )
     }
 
     /// The turn is held: queues `command` for it, a blocking call to the report of one made from inside a task and
@@ -321,7 +323,11 @@ public struct QueueSafeWaitCommand<Value> {
         line: UInt
     ) -> TurnEngine.Combining {
         BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
-            self.storage.engine.combineBlocking(command, priority: self.priority)
+            self.storage.engine.combineBlocking(
+                command,
+                priority: self.priority,
+                as: self.blockingCall(form, file: file, line: line)
+            )
         }
     }
 
@@ -353,7 +359,10 @@ public struct QueueSafeWaitCommand<Value> {
     @usableFromInline
     func acquireInLine(_ form: WaitCommandForm, file: StaticString, line: UInt) -> Bool {
         BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
-            self.storage.engine.acquireBlockingSlowly(self.priority)
+            self.storage.engine.acquireBlockingSlowly(
+                self.priority,
+                as: self.blockingCall(form, file: file, line: line)
+            )
         }
     }
 
@@ -388,7 +397,7 @@ public struct QueueSafeWaitCommand<Value> {
         }
         let ended = CountingSemaphore(.barrier)
         let latch = CompletionLatch { ended.signal() }
-        storage.runClosure { value in body(&value, latch.done) }
+        storage.runClosure(at: PackedSite.pack(file: file, line: line)) { value in body(&value, latch.done) }
         // Noted before the closure's arrival, which may end the command and let the next one note its own.
         if !latch.isDone { storage.watchCompletion(latch, schedule: "wait", file: file, line: line) }
         latch.closureReturned()

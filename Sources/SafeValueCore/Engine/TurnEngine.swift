@@ -125,6 +125,10 @@ final class TurnEngine: @unchecked Sendable {
     @usableFromInline
     let closureThread = Atomic<UInt>(0)
 
+    /// Where the command whose closure runs was made, a `PackedSite` (0 if unknown): for the wait report.
+    @usableFromInline
+    let closureSite = Atomic<UInt>(0)
+
     /// Whether the value's holder still exists.
     ///
     /// For the lock-free check of every command: commands issued after it was released fail. Mirrors
@@ -165,9 +169,17 @@ final class TurnEngine: @unchecked Sendable {
     /// Tells the engine who holds its value.
     ///
     /// Call once, before any command: ``ValueStorage`` does in its initializer.
-    func ownValue(by owner: any ValueOwner) {
+    func ownValue(by owner: any ValueOwner, type: Any.Type, file: StaticString, line: UInt) {
         self.owner = owner
+        self.valueType = type
+        self.madeAt = PackedSite.pack(file: file, line: line)
     }
+
+    // Safety: written once, by the owner's initializer, before the engine is shared.
+    /// The holder's type, for the wait report: `QueueSafeValue<Int>`.
+    private var valueType: Any.Type = Void.self
+    /// Where the holder was made, a `PackedSite`, for the wait report.
+    private var madeAt = PackedSite.none
 
     /// How many commands wait for the turn now.
     var waitingCount: Int {
@@ -225,8 +237,10 @@ final class TurnEngine: @unchecked Sendable {
     /// invisible to the queue, and could overtake commands that were queued before it. The waiting thread watches its
     /// own grant for a while before it sleeps (``ParkedThread``), so that two threads taking turns do not wake each
     /// other for every command.
+    ///
+    /// Once the thread sleeps, the wait report shows it waiting for the turn in `call`.
     @usableFromInline
-    func acquireBlockingSlowly(_ priority: CommandPriority) -> Bool {
+    func acquireBlockingSlowly(_ priority: CommandPriority, as call: BlockingCall) -> Bool {
         let thread = ParkedThread()
         switch self.lock.withLock({ self.claimOrEnqueue(.thread(thread), priority: priority) }) {
         case .taken:
@@ -235,7 +249,7 @@ final class TurnEngine: @unchecked Sendable {
             return false
         case .queued:
             self.observeWaiting(priority)
-            thread.waitForGrant()
+            thread.waitForGrant(reporting: (self, call))
             self.tookTurnOver()
             return true
         }
@@ -244,7 +258,7 @@ final class TurnEngine: @unchecked Sendable {
     /// As ``acquireBlockingSlowly(_:)``, for a command that passes no closure: queued, it may be applied by the
     /// releaser instead of being handed the turn.
     @usableFromInline
-    func combineBlocking(_ command: CombinedCommand, priority: CommandPriority) -> Combining {
+    func combineBlocking(_ command: CombinedCommand, priority: CommandPriority, as call: BlockingCall) -> Combining {
         let thread = ParkedThread()
         command.wake = .thread(thread)
         switch self.lock.withLock({ self.claimOrEnqueue(.combined(command), priority: priority) }) {
@@ -254,7 +268,7 @@ final class TurnEngine: @unchecked Sendable {
             return .valueDestroyed
         case .queued:
             self.observeWaiting(priority)
-            thread.waitForGrant()
+            thread.waitForGrant(reporting: (self, call))
             if command.wasApplied { return .applied }
             self.tookTurnOver()
             return .holdsTurn
@@ -484,15 +498,18 @@ final class TurnEngine: @unchecked Sendable {
     // MARK: Command closures
 
     /// Records that a command closure starts on the calling thread; returns what to pass to ``closureEnded(_:)``.
+    ///
+    /// - Parameter site: Where the command was made, a `PackedSite`; 0 if unknown.
     @inlinable
-    func closureStarted() -> UInt {
-        // Only the turn holder writes this, so a load and a store do what an exchange would, for less.
+    func closureStarted(at site: UInt) -> UInt {
+        // Only the turn holder writes these, so a load and a store do what an exchange would, for less.
         let previous = self.closureThread.load(ordering: .relaxed)
         self.closureThread.store(currentThreadID(), ordering: .relaxed)
+        self.closureSite.store(site, ordering: .relaxed)
         return previous
     }
 
-    /// Records that the command closure started by ``closureStarted()`` has ended.
+    /// Records that the command closure started by ``closureStarted(at:)`` has ended.
     @inlinable
     func closureEnded(_ previous: UInt) {
         self.closureThread.store(previous, ordering: .relaxed)
@@ -537,5 +554,27 @@ final class TurnEngine: @unchecked Sendable {
         self.runningCompletions.add(1, ordering: .relaxed)
         Self.completions.withFrame(id: self.id, on: Self.completions.chain) { _ in completion() }
         self.runningCompletions.subtract(1, ordering: .relaxed)
+    }
+}
+
+extension TurnEngine: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        WaitReport.Resource(
+            type: "\(self.valueType)",
+            name: nil,
+            madeAt: PackedSite.describe(self.madeAt),
+            identity: WaitRecords.identity(of: self)
+        )
+    }
+
+    /// The thread in a command closure, if one runs; a turn held by a command between closures (a manual command
+    /// before its `done`, or one in the instant between taking the turn and starting its closure) has no holder the
+    /// engine can name.
+    package var waitHolding: WaitHolding {
+        let thread = self.closureThread.load(ordering: .relaxed)
+        let site = self.closureSite.load(ordering: .relaxed)
+        let state = self.turn.load(ordering: .relaxed) == Self.retired ? "retired" : "held"
+        guard thread != 0 else { return WaitHolding(state: "\(state) by a command outside its closure") }
+        return WaitHolding(holders: [(thread, site)])
     }
 }

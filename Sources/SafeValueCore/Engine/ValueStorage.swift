@@ -30,7 +30,7 @@ final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
     init(_ value: Value, file: StaticString, line: UInt) {
         self.value = value
         self.lockOrder = LockOrderIdentity(type: QueueSafeValue<Value>.self, file: file, line: line)
-        self.engine.ownValue(by: self)
+        self.engine.ownValue(by: self, type: QueueSafeValue<Value>.self, file: file, line: line)
     }
 
     /// Destroys the value, once the turn is retired: no command can touch it any more.
@@ -51,10 +51,11 @@ final class ValueStorage<Value>: TurnEngine.ValueOwner, @unchecked Sendable {
         self.value.unsafelyUnwrapped
     }
 
-    /// Runs a command closure on the value, recording the thread so that a nested `wait` fails fast.
+    /// Runs a command closure on the value, recording the thread so that a nested `wait` fails fast, and the thread
+    /// and `site` (where the command was made, a `PackedSite`; 0 if unknown) for the wait report.
     @inlinable
-    func runClosure<Result>(_ body: (inout Value) -> Result) -> Result {
-        let previous = self.engine.closureStarted()
+    func runClosure<Result>(at site: UInt = 0, _ body: (inout Value) -> Result) -> Result {
+        let previous = self.engine.closureStarted(at: site)
         defer { self.engine.closureEnded(previous) }
         return body(&self.value!)
     }

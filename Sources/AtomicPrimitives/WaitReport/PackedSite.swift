@@ -1,0 +1,41 @@
+/// A source location in one word, for holders that record where they took a resource on every acquisition: one
+/// relaxed store beside the owner's, in a line the holder writes anyway.
+///
+/// On 64-bit platforms the file's address (a `#fileID` literal, stored NUL-terminated in the binary) fills the low 48
+/// bits and the line the high 16; a line past 65,535, an address that does not fit, or a 32-bit platform keeps the
+/// file alone, and the line reads as 0.
+@usableFromInline
+package enum PackedSite {
+    /// No site recorded.
+    package static let none: UInt = 0
+
+    private static var lineShift: Int { 48 }
+    private static var addressMask: UInt { (1 << 48) - 1 }
+
+    /// Packs `file`:`line`.
+    @inlinable
+    package static func pack(file: StaticString, line: UInt) -> UInt {
+        guard file.hasPointerRepresentation else { return 0 }
+        let address = UInt(bitPattern: file.utf8Start)
+        #if arch(x86_64) || arch(arm64)
+        guard address >> 48 == 0 else { return 0 }
+        return line < 1 << 16 ? address | line << 48 : address
+        #else
+        return address
+        #endif
+    }
+
+    /// `"File.swift:12"` for a packed site; `nil` for ``none``.
+    package static func describe(_ site: UInt) -> String? {
+        #if arch(x86_64) || arch(arm64)
+        let address = site & Self.addressMask
+        let line = site >> Self.lineShift
+        #else
+        let address = site
+        let line: UInt = 0
+        #endif
+        guard let file = UnsafePointer<CChar>(bitPattern: address) else { return nil }
+        let name = String(cString: file)
+        return line == 0 ? name : "\(name):\(line)"
+    }
+}

@@ -1,0 +1,145 @@
+import Dispatch
+
+/// A snapshot of every wait in progress in ConcurrencyKit's primitives: who waits, on what, since when, and who holds
+/// it; with every cycle of waits named as a deadlock.
+///
+/// ```swift
+/// import AtomicPrimitives
+///
+/// let report = WaitReport.current
+/// print(report.waits.isEmpty)  // true
+/// print(report.deadlocks.isEmpty)  // true
+/// ```
+///
+/// A thread appears once it parks in one of the package's waits: a ``MutexLock`` or ``AtomicBox`` whose lock was
+/// taken, a ``CountingSemaphore`` with nothing free, a `QueueSafeValue`'s turn, a `GCDGroup` or `Queuer` wait. Each
+/// wait names the call and where it was made, what it waits on (the type, the name given at `init`, where it was
+/// made), how long it has waited, and who holds what it waits on, with where they took it: the owner of a lock, the
+/// thread running a value's command closure, the threads inside a semaphore's `perform`.
+///
+/// The holders make a wait-for graph between threads. Every cycle in it is a deadlock: each thread in it waits for
+/// something that the next one holds, and none can go on. A cycle is only named after a second look finds the same
+/// waits still in place, so a cycle the report names is real, not a moment of a hand-over.
+///
+/// Taking the report stops nobody: it reads each thread's own record as that thread goes on. Only a thread that ends
+/// its wait while its record is being read waits, for the few stores that reading takes. Recording costs nothing on
+/// an uncontended path: a wait records itself only when it parks.
+///
+/// Print it from a debugger (`expr print(WaitReport.current)`), from a signal handler's thread, or let
+/// ``WaitWatchdog`` print it when a wait lasts too long.
+public struct WaitReport: Sendable, CustomStringConvertible {
+    /// Every wait in progress, the longest first.
+    public let waits: [Wait]
+    /// Every cycle of waits, confirmed by a second look.
+    public let deadlocks: [Deadlock]
+
+    /// A report of the waits in progress now.
+    public static var current: WaitReport {
+        let first = Self.snapshot()
+        guard !first.cycles.isEmpty else { return WaitReport(waits: first.waits, deadlocks: []) }
+        // A cycle is named only if a second look finds each of its waits still there, still held by the next.
+        let second = Self.snapshot()
+        let confirmed = first.cycles.filter { cycle in
+            second.cycles.contains { $0.count == cycle.count && Set($0.map(\.key)) == Set(cycle.map(\.key)) }
+        }
+        return WaitReport(waits: second.waits, deadlocks: confirmed.map { Deadlock(waits: $0) })
+    }
+
+    /// The report as text: the deadlocks first, edge by edge, then every wait.
+    public var description: String {
+        var lines = [
+            "ConcurrencyKit wait report: \(Self.count(self.waits.count, "wait")), "
+                + "\(Self.count(self.deadlocks.count, "deadlock"))"
+        ]
+        for (index, deadlock) in self.deadlocks.enumerated() {
+            lines.append("")
+            lines.append("Deadlock \(index + 1) of \(self.deadlocks.count): \(deadlock)")
+        }
+        if !self.waits.isEmpty {
+            lines.append("")
+            lines.append("Waits, the longest first:")
+            lines += self.waits.map { "- \($0)" }
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private static func count(_ count: Int, _ noun: String) -> String {
+        count == 1 ? "1 \(noun)" : "\(count) \(noun)s"
+    }
+
+    /// One look at the records: the waits, and the cycles among them.
+    private static func snapshot() -> (waits: [Wait], cycles: [[Wait]]) {
+        let threads = WaitRecords.threads()
+        let now = DispatchTime.now().uptimeNanoseconds
+        var waiters: [UInt: Waiter] = [:]
+        for thread in threads { waiters[thread.waiter.threadID] = thread.waiter }
+        var waits: [Wait] = []
+        for thread in threads {
+            guard let record = thread.wait else { continue }
+            var holders = record.holding.holders.map { holder in
+                Holder(
+                    thread: waiters[holder.thread] ?? Waiter(threadID: holder.thread, kernelThreadID: 0, name: nil),
+                    site: PackedSite.describe(holder.site)
+                )
+            }
+            for other in threads {
+                for held in other.held where held.resource == record.resource.identity {
+                    holders.append(Holder(thread: other.waiter, site: held.site))
+                }
+            }
+            waits.append(
+                Wait(
+                    waiter: thread.waiter,
+                    call: record.call,
+                    site: record.site,
+                    resource: record.resource,
+                    duration: .nanoseconds(Int64(clamping: now &- min(record.since, now))),
+                    holders: holders,
+                    state: record.holding.state,
+                    since: record.since
+                )
+            )
+        }
+        waits.sort { $0.duration > $1.duration }
+        return (waits, Self.cycles(in: waits))
+    }
+
+    /// The cycles of the wait-for graph: threads each of which waits for something that only threads of the cycle's
+    /// deadlocked set hold.
+    ///
+    /// First the deadlocked set: the waiting threads, less, until none is left to remove, every one that waits for
+    /// something with no known holder or with a holder that does not wait in the set (that holder can still go on
+    /// and release). Then each cycle in it, from its oldest wait, following the first holder that is in the set.
+    private static func cycles(in waits: [Wait]) -> [[Wait]] {
+        var waitOf: [UInt: Wait] = [:]
+        for wait in waits { waitOf[wait.waiter.threadID] = wait }
+        var stuck = Set(waitOf.keys)
+        var changed = true
+        while changed {
+            changed = false
+            for thread in stuck {
+                let holders = waitOf[thread]!.holders
+                if holders.isEmpty || holders.contains(where: { !stuck.contains($0.thread.threadID) }) {
+                    stuck.remove(thread)
+                    changed = true
+                }
+            }
+        }
+        var named = Set<UInt>()
+        var cycles: [[Wait]] = []
+        for start in waits.map(\.waiter.threadID) where stuck.contains(start) && !named.contains(start) {
+            var path: [UInt] = []
+            var current = start
+            while !path.contains(current) && !named.contains(current) {
+                path.append(current)
+                current = waitOf[current]!.holders.first { stuck.contains($0.thread.threadID) }!.thread.threadID
+            }
+            if let loopStart = path.firstIndex(of: current) {
+                let loop = Array(path[loopStart...])
+                cycles.append(loop.map { waitOf[$0]! })
+            }
+            named.formUnion(path)
+        }
+        return cycles
+    }
+}
