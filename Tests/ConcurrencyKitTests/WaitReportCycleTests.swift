@@ -4,8 +4,9 @@ import Foundation
 import TestSupport
 import Testing
 
-/// The three-way deadlock of the guide: a lock, a value's turn and a semaphore, each held by one thread that waits for
-/// the next. The semaphore's wait has a deadline, so that the test can break the cycle after it looked (one extra
+/// The three-way deadlock of the guide.
+///
+/// A lock, a value's turn and a semaphore, each held by one thread that waits for the next. The semaphore's wait has a deadline, so that the test can break the cycle after it looked (one extra
 /// signal lets the third thread through), and a failing test does not leave threads stuck.
 final class ThreeWayDeadlock: @unchecked Sendable {
     let ledger = MutexLock(name: "ledger")
@@ -62,7 +63,7 @@ final class ThreeWayDeadlock: @unchecked Sendable {
         while DispatchTime.now() < limit {
             let report = WaitReport.current
             let ours = Set(self.threads.value.values)
-            let waiting = report.waits.filter { ours.contains($0.waiter.threadID) }
+            let waiting = report.waits.filter { ours.contains($0.waiter.id) }
             if waiting.count == 3 && !report.deadlocks.isEmpty { return report }
             Thread.sleep(forTimeInterval: 0.002)
         }
@@ -87,16 +88,16 @@ struct WaitReportCycleTests {
         let found = try #require(report, "the three threads never all showed as waiting in a cycle")
         let cycle = try #require(found.deadlocks.first { $0.waits.count == 3 }, "\(found)")
         let threads = scene.threads.value
-        let byThread = Dictionary(uniqueKeysWithValues: cycle.waits.map { ($0.waiter.threadID, $0) })
+        let byThread = Dictionary(uniqueKeysWithValues: cycle.waits.map { ($0.waiter.id, $0) })
         let ledger = try #require(byThread[threads[0] ?? 0], "\(found)")
         let balance = try #require(byThread[threads[1] ?? 0], "\(found)")
         let gate = try #require(byThread[threads[2] ?? 0], "\(found)")
         #expect(ledger.resource.type == "QueueSafeValue<Int>", "\(found)")
-        #expect(ledger.holders.map(\.thread) == [balance.waiter], "\(found)")
+        #expect(ledger.holders.map(\.waiter) == [balance.waiter], "\(found)")
         #expect(balance.resource.type == "CountingSemaphore" && balance.resource.name == "gate", "\(found)")
-        #expect(balance.holders.map(\.thread) == [gate.waiter], "\(found)")
+        #expect(balance.holders.map(\.waiter) == [gate.waiter], "\(found)")
         #expect(gate.resource.type == "MutexLock" && gate.resource.name == "ledger", "\(found)")
-        #expect(gate.holders.map(\.thread) == [ledger.waiter], "\(found)")
+        #expect(gate.holders.map(\.waiter) == [ledger.waiter], "\(found)")
         for wait in cycle.waits {
             #expect(wait.site.hasPrefix("ConcurrencyKitTests/WaitReportCycleTests.swift:"), "\(found)")
             #expect(

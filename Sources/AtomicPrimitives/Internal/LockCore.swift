@@ -99,7 +99,9 @@ package struct LockCore: ~Copyable {
         Self.ownerOffset + MemoryLayout<Atomic<UInt>>.size
     }
 
-    /// Where a payload with `alignment` sits in the block: after the owner's site. With glibc's 40-byte mutex, a
+    /// Where a payload with `alignment` sits in the block: after the owner's site.
+    ///
+    /// With glibc's 40-byte mutex, a
     /// payload of up to 8 bytes still shares the first cache line with the lock.
     @inlinable
     static func payloadOffset(alignment: Int) -> Int {

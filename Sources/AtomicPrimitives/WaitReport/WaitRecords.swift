@@ -44,8 +44,10 @@ package enum WaitRecords {
         ck_wait_end()
     }
 
-    /// Records that the calling thread holds `resource`, taken at `file`:`line`: for holders the resource does not
-    /// record itself (a semaphore's permit taken by `perform`). Pair it with ``unhold(_:)`` on the same thread.
+    /// Records that the calling thread holds `resource`, taken at `file`:`line`.
+    ///
+    /// For holders the resource does not record itself (a semaphore's permit taken by `perform`). Pair it with
+    /// ``unhold(_:)`` on the same thread.
     package static func hold(_ resource: AnyObject, file: StaticString, line: UInt) {
         let pointer = file.hasPointerRepresentation ? file.utf8Start : nil
         let count = file.hasPointerRepresentation ? file.utf8CodeUnitCount : 0
@@ -95,7 +97,8 @@ package enum WaitRecords {
                 count in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
                 let waiter = WaitReport.Waiter(
-                    threadID: UInt(thread),
+                    kind: .thread,
+                    id: UInt(thread),
                     kernelThreadID: kernel,
                     name: WaitRecords.name(ofThread: UInt(thread))
                 )

@@ -1,7 +1,7 @@
 extension WaitReport {
-    /// One thread's wait in progress.
+    /// One thread's or task's wait in progress.
     public struct Wait: Sendable, CustomStringConvertible {
-        /// The waiting thread.
+        /// The waiting thread or task.
         public let waiter: Waiter
         /// The call that waits, as written: `"CountingSemaphore.wait()"`.
         public let call: String
@@ -16,12 +16,12 @@ extension WaitReport {
         public let holders: [Holder]
         /// A word on the resource's state, such as a semaphore's count and its line; `nil` for none.
         public let state: String?
-        /// When the wait began, for telling one wait from the next of the same thread.
+        /// When the wait began, for telling one wait from the next of the same waiter.
         let since: UInt64
 
         /// What tells this wait apart from any other: the thread, and when its wait began.
         var key: WaitKey {
-            WaitKey(thread: self.waiter.threadID, since: self.since)
+            WaitKey(waiter: self.waiter, since: self.since)
         }
 
         /// `thread 4242 "worker" has waited 2.0 s in MutexLock.lock() at App/Worker.swift:42 for MutexLock "ledger"
@@ -52,22 +52,49 @@ extension WaitReport {
 
     /// A wait, told apart from every other.
     struct WaitKey: Hashable {
-        var thread: UInt
+        var waiter: Waiter
         var since: UInt64
     }
 
-    /// A thread in the report.
+    /// A thread or task in the report.
     public struct Waiter: Sendable, Hashable, CustomStringConvertible {
-        /// The thread's `pthread_t`, as a number.
-        public let threadID: UInt
-        /// The kernel's ID of the thread (Linux: what `gettid()`, `top -H` and debuggers show); 0 if unknown.
+        /// Whether a waiter is a thread or a task.
+        public enum Kind: Sendable, Hashable {
+            /// A thread, blocked.
+            case thread
+            /// A Swift concurrency task, suspended.
+            case task
+        }
+
+        /// Whether it is a thread or a task.
+        public let kind: Kind
+        /// A thread's `pthread_t`, or a task's identity, as a number.
+        public let id: UInt
+        /// The kernel's ID of a thread (Linux: what `gettid()`, `top -H` and debuggers show); 0 if unknown, and for a
+        /// task.
         public let kernelThreadID: UInt64
         /// The thread's name, if it has one.
         public let name: String?
 
-        /// `thread 4242 "worker"`, by the kernel's ID where known.
+        /// Names a waiter.
+        ///
+        /// - Parameters:
+        ///   - kind: Thread or task.
+        ///   - id: Its identity.
+        ///   - kernelThreadID: A thread's kernel ID; 0 if unknown.
+        ///   - name: Its name.
+        package init(kind: Kind, id: UInt, kernelThreadID: UInt64 = 0, name: String? = nil) {
+            self.kind = kind
+            self.id = id
+            self.kernelThreadID = kernelThreadID
+            self.name = name
+        }
+
+        /// `thread 4242 "worker"`, by the kernel's ID where known; `task 0x…`.
         public var description: String {
-            let id = self.kernelThreadID != 0 ? "\(self.kernelThreadID)" : "0x" + String(self.threadID, radix: 16)
+            let hex = "0x" + String(self.id, radix: 16)
+            guard self.kind == .thread else { return "task \(hex)" }
+            let id = self.kernelThreadID != 0 ? "\(self.kernelThreadID)" : hex
             return self.name.map { "thread \(id) \"\($0)\"" } ?? "thread \(id)"
         }
     }
@@ -106,16 +133,16 @@ extension WaitReport {
         }
     }
 
-    /// A thread that holds what a wait waits on.
+    /// A thread or task that holds what a wait waits on.
     public struct Holder: Sendable, Hashable, CustomStringConvertible {
-        /// The holding thread.
-        public let thread: Waiter
+        /// The holding thread or task.
+        public let waiter: Waiter
         /// Where it took what it holds, if known.
         public let site: String?
 
         /// `thread 4243 "reader" (taken at App/Reader.swift:9)`.
         public var description: String {
-            self.site.map { "\(self.thread) (taken at \($0))" } ?? "\(self.thread)"
+            self.site.map { "\(self.waiter) (taken at \($0))" } ?? "\(self.waiter)"
         }
     }
 
@@ -130,7 +157,7 @@ extension WaitReport {
             var lines = ["a cycle of \(self.waits.count) waits; none of these threads can go on"]
             for (index, wait) in self.waits.enumerated() {
                 let next = self.waits[(index + 1) % self.waits.count].waiter
-                let held = wait.holders.first { $0.thread == next }
+                let held = wait.holders.first { $0.waiter == next }
                 let taken = held?.site.map { " (taken at \($0))" } ?? ""
                 lines.append(
                     "  \(wait.waiter) waits in \(wait.call) at \(wait.site) for \(wait.resource), "

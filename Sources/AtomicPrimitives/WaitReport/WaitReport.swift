@@ -72,19 +72,19 @@ public struct WaitReport: Sendable, CustomStringConvertible {
         let threads = WaitRecords.threads()
         let now = DispatchTime.now().uptimeNanoseconds
         var waiters: [UInt: Waiter] = [:]
-        for thread in threads { waiters[thread.waiter.threadID] = thread.waiter }
+        for thread in threads { waiters[thread.waiter.id] = thread.waiter }
         var waits: [Wait] = []
         for thread in threads {
             guard let record = thread.wait else { continue }
             var holders = record.holding.holders.map { holder in
                 Holder(
-                    thread: waiters[holder.thread] ?? Waiter(threadID: holder.thread, kernelThreadID: 0, name: nil),
+                    waiter: waiters[holder.thread] ?? Waiter(kind: .thread, id: holder.thread),
                     site: PackedSite.describe(holder.site)
                 )
             }
             for other in threads {
                 for held in other.held where held.resource == record.resource.identity {
-                    holders.append(Holder(thread: other.waiter, site: held.site))
+                    holders.append(Holder(waiter: other.waiter, site: held.site))
                 }
             }
             waits.append(
@@ -111,28 +111,28 @@ public struct WaitReport: Sendable, CustomStringConvertible {
     /// something with no known holder or with a holder that does not wait in the set (that holder can still go on
     /// and release). Then each cycle in it, from its oldest wait, following the first holder that is in the set.
     private static func cycles(in waits: [Wait]) -> [[Wait]] {
-        var waitOf: [UInt: Wait] = [:]
-        for wait in waits { waitOf[wait.waiter.threadID] = wait }
+        var waitOf: [Waiter: Wait] = [:]
+        for wait in waits { waitOf[wait.waiter] = wait }
         var stuck = Set(waitOf.keys)
         var changed = true
         while changed {
             changed = false
             for thread in stuck {
                 let holders = waitOf[thread]!.holders
-                if holders.isEmpty || holders.contains(where: { !stuck.contains($0.thread.threadID) }) {
+                if holders.isEmpty || holders.contains(where: { !stuck.contains($0.waiter) }) {
                     stuck.remove(thread)
                     changed = true
                 }
             }
         }
-        var named = Set<UInt>()
+        var named = Set<Waiter>()
         var cycles: [[Wait]] = []
-        for start in waits.map(\.waiter.threadID) where stuck.contains(start) && !named.contains(start) {
-            var path: [UInt] = []
+        for start in waits.map(\.waiter) where stuck.contains(start) && !named.contains(start) {
+            var path: [Waiter] = []
             var current = start
             while !path.contains(current) && !named.contains(current) {
                 path.append(current)
-                current = waitOf[current]!.holders.first { stuck.contains($0.thread.threadID) }!.thread.threadID
+                current = waitOf[current]!.holders.first { stuck.contains($0.waiter) }!.waiter
             }
             if let loopStart = path.firstIndex(of: current) {
                 let loop = Array(path[loopStart...])

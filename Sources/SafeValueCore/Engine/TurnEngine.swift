@@ -500,6 +500,7 @@ final class TurnEngine: @unchecked Sendable {
     /// Records that a command closure starts on the calling thread; returns what to pass to ``closureEnded(_:)``.
     ///
     /// - Parameter site: Where the command was made, a `PackedSite`; 0 if unknown.
+    /// - Returns: The thread that ran a closure before, for ``closureEnded(_:)``.
     @inlinable
     func closureStarted(at site: UInt) -> UInt {
         // Only the turn holder writes these, so a load and a store do what an exchange would, for less.
