@@ -187,7 +187,7 @@ public final class GCDGroup: Sendable {
     private func wait(until deadline: Deadline, as call: BlockingCall) -> DispatchTimeoutResult {
         if self.dispatchGroup.wait(timeout: .now()) == .success { return .success }
         if deadline == .now { return .timedOut }
-        return BlockingCallCheck.blocking(call) { self.dispatchGroup.wait(timeout: deadline.dispatchTime) }
+        return BlockingCallCheck.blocking(call, on: self) { self.dispatchGroup.wait(timeout: deadline.dispatchTime) }
     }
 
     /// Suspends the calling task, without blocking a thread, until everything in the group has finished.
@@ -207,5 +207,16 @@ public final class GCDGroup: Sendable {
     /// `await group.waitForAll()` there.
     public func wait() async {
         await self.waitForAll()
+    }
+}
+
+extension GCDGroup: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        WaitReport.Resource(type: "GCDGroup", name: nil, madeAt: nil, identity: WaitRecords.identity(of: self))
+    }
+
+    /// A group has no holder: it waits for work that has entered it to leave.
+    package var waitHolding: WaitHolding {
+        WaitHolding(state: "waits for the work in it to leave")
     }
 }

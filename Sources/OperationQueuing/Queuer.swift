@@ -310,7 +310,7 @@ public final class Queuer: Sendable {
         )
         // A queue with nothing in it is a look, not a wait: no report.
         guard self.queue.operationCount > 0 else { return }
-        BlockingCallCheck.blocking(call) { self.queue.waitUntilAllOperationsAreFinished() }
+        BlockingCallCheck.blocking(call, on: self) { self.queue.waitUntilAllOperationsAreFinished() }
     }
 
     /// Suspends the calling task, without blocking a thread, until every operation added so far has finished.
@@ -353,5 +353,21 @@ public final class Queuer: Sendable {
             "Queuer '\(name ?? "unnamed")': maxConcurrentOperationCount must be 1 or more, or "
                 + "OperationQueue.defaultMaxConcurrentOperationCount; got \(count)"
         )
+    }
+}
+
+extension Queuer: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        WaitReport.Resource(
+            type: "Queuer",
+            name: self.queue.name,
+            madeAt: nil,
+            identity: WaitRecords.identity(of: self)
+        )
+    }
+
+    /// A Queuer has no holder: a wait for it waits for its operations to finish.
+    package var waitHolding: WaitHolding {
+        WaitHolding(state: "\(self.queue.operationCount) operations queued or running")
     }
 }

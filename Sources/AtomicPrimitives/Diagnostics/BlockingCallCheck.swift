@@ -73,6 +73,24 @@ package enum BlockingCallCheck {
     ///   - wait: The part that parks.
     /// - Returns: What `wait` returns.
     package static func blocking<Result>(_ call: BlockingCall, _ wait: () -> Result) -> Result {
+        Self.blocking(call, on: nil, wait)
+    }
+
+    /// Runs `wait` as ``blocking(_:_:)`` does, recorded for ``WaitReport`` as the thread's wait on `target` (a
+    /// ``WaitTarget``) while it runs; `nil` records nothing, for a wait that records itself once it sleeps.
+    ///
+    /// - Parameters:
+    ///   - call: The user's blocking call, handed down from its public entry point.
+    ///   - target: What the thread waits on.
+    ///   - wait: The part that parks.
+    /// - Returns: What `wait` returns.
+    package static func blocking<Result>(_ call: BlockingCall, on target: AnyObject?, _ wait: () -> Result) -> Result {
+        guard let target else { return Self.checked(call, wait) }
+        return WaitRecords.whileParked(on: target, as: call) { Self.checked(call, wait) }
+    }
+
+    /// The checks of ``blocking(_:_:)`` around `wait`.
+    private static func checked<Result>(_ call: BlockingCall, _ wait: () -> Result) -> Result {
         Self.warnIfInsideTask(api: call.api, alternative: call.alternative, file: call.file, line: call.line)
         return MainQueueDoctor.whileBlocking(
             api: call.api,
