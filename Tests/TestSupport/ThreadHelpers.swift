@@ -8,9 +8,20 @@ public let contendingThreads = max(2, ProcessInfo.processInfo.activeProcessorCou
 
 /// A deadline `seconds` from now, by default ``patienceSeconds``, for every wait in the suite: a deadlock fails a
 /// test instead of hanging it, and a loaded machine does not.
+///
+/// The first call starts the suite's ``WaitWatchdog`` (see ``suiteWatchdog``).
 public func deadline(_ seconds: Int = patienceSeconds) -> DispatchTime {
-    .now() + .seconds(seconds)
+    _ = suiteWatchdog
+    return .now() + .seconds(seconds)
 }
+
+/// The test processes' ``WaitWatchdog``, started by the first ``deadline(_:)``, which nearly every test that waits
+/// calls: a test that deadlocks in one of the package's waits writes the wait report to standard error (at once for
+/// a cycle, after half the patience for a stall), long before its wait gives up at ``patienceSeconds``, so that it
+/// ends with the report rather than a bare time-out. A test that starts a watchdog of its own replaces it.
+public let suiteWatchdog: Void = {
+    if !WaitWatchdog.isRunning { WaitWatchdog.start(after: .seconds(patienceSeconds / 2)) }
+}()
 
 /// Blocks the calling thread (a queue's block, a lock's holder, a callback) until the test signals `release`.
 ///

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// Watches the package's waits, off by default: reports a wait that has lasted too long, or a deadlock, once.
 ///
@@ -74,7 +75,16 @@ public enum WaitWatchdog {
         CLibrary.writeLineToStandardError("ConcurrencyKit WaitWatchdog: \(report)")
     }
 
-    /// One run of the watchdog: what it has fired for. Touched only on the watchdog's queue.
+    /// How many looks the watchdog has taken in this process, for tests that need to know it has looked again.
+    package static var looks: Int {
+        Self.lookCount.load(ordering: .relaxed)
+    }
+
+    private static let lookCount = Atomic<Int>(0)
+
+    /// One run of the watchdog: what it has fired for.
+    ///
+    /// Touched only on the watchdog's queue.
     private final class Watch: @unchecked Sendable {
         let threshold: Duration
         let handler: @Sendable (WaitReport) -> Void
@@ -87,6 +97,7 @@ public enum WaitWatchdog {
         }
 
         func look() {
+            defer { WaitWatchdog.lookCount.add(1, ordering: .relaxed) }
             let report = WaitReport.current
             let present = Set(report.waits.map(\.key))
             self.reported.formIntersection(present)
