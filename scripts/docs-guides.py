@@ -17,7 +17,7 @@ import shutil
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-GUIDES = ["GettingStarted", "AsyncCode", "LinuxNotes", "Design", "Performance"]
+GUIDES = ["GettingStarted", "AsyncCode", "LinuxNotes", "WhyIsItStuck", "Design", "Performance"]
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 UMBRELLA = "/documentation/concurrencykit"
 

@@ -16,7 +16,9 @@ public func deadline(_ seconds: Int = patienceSeconds) -> DispatchTime {
 }
 
 /// The test processes' ``WaitWatchdog``, started by the first ``deadline(_:)``, which nearly every test that waits
-/// calls: a test that deadlocks in one of the package's waits writes the wait report to standard error (at once for
+/// calls.
+///
+/// A test that deadlocks in one of the package's waits writes the wait report to standard error (at once for
 /// a cycle, after half the patience for a stall), long before its wait gives up at ``patienceSeconds``, so that it
 /// ends with the report rather than a bare time-out. A test that starts a watchdog of its own replaces it.
 public let suiteWatchdog: Void = {
