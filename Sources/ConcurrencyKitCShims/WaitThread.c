@@ -6,6 +6,8 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <stdio.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -79,11 +81,27 @@ static void ck_wait_make_key(void) {
     pthread_key_create(&ck_wait_key, ck_wait_free_thread);
 }
 
-bool ck_wait_thread_name(uintptr_t thread, char *buffer, size_t size) {
-#if defined(__linux__) || defined(__APPLE__)
-    return pthread_getname_np((pthread_t)thread, buffer, size) == 0 && buffer[0] != 0;
+bool ck_wait_thread_name(uint64_t kernelThread, char *buffer, size_t size) {
+#if defined(__linux__)
+    // By the kernel's ID, from /proc: a thread that has exited has no entry, where its `pthread_t` could be reused.
+    char path[64];
+    snprintf(path, sizeof path, "/proc/self/task/%llu/comm", (unsigned long long)kernelThread);
+    int file = open(path, O_RDONLY | O_CLOEXEC);
+    if (file < 0) {
+        return false;
+    }
+    ssize_t count = read(file, buffer, size - 1);
+    close(file);
+    if (count <= 0) {
+        return false;
+    }
+    buffer[count] = 0;
+    if (buffer[count - 1] == '\n') {
+        buffer[count - 1] = 0;
+    }
+    return buffer[0] != 0;
 #else
-    (void)thread;
+    (void)kernelThread;
     (void)buffer;
     (void)size;
     return false;

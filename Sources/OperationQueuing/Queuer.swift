@@ -23,6 +23,9 @@ public final class Queuer: Sendable {
     /// The underlying operation queue.
     public let queue: OperationQueue
 
+    /// The name given at `init`, for the wait report, which must not take the operation queue's lock to read it.
+    let nameAtInit: String
+
     /// Creates a queue.
     ///
     /// - Parameters:
@@ -38,6 +41,7 @@ public final class Queuer: Sendable {
     ) {
         Self.checkConcurrency(maxConcurrentOperationCount, of: name)
         self.queue = OperationQueue()
+        self.nameAtInit = name
         self.queue.name = name
         self.queue.maxConcurrentOperationCount = maxConcurrentOperationCount
         self.queue.qualityOfService = qualityOfService
@@ -366,8 +370,9 @@ extension Queuer: WaitTarget {
         )
     }
 
-    /// A Queuer has no holder: a wait for it waits for its operations to finish.
+    /// A Queuer has no holder: a wait for it waits for its operations to finish. (Its operation count is behind
+    /// Foundation's lock, which the report must not take.)
     package var waitHolding: WaitHolding {
-        WaitHolding(state: "\(self.queue.operationCount) operations queued or running")
+        WaitHolding(state: "waits for its operations to finish")
     }
 }

@@ -100,7 +100,7 @@ package enum WaitRecords {
                     kind: .thread,
                     id: UInt(thread),
                     kernelThreadID: kernel,
-                    name: WaitRecords.name(ofThread: UInt(thread))
+                    name: WaitRecords.name(ofThread: kernel)
                 )
                 let heldList = (0..<count).map { index in
                     let entry = held[index]
@@ -139,8 +139,8 @@ package enum WaitRecords {
         Self.text(file, count).map { line == 0 ? $0 : "\($0):\(line)" }
     }
 
-    /// The thread's name, if it has one; the thread exists for the call (its record cannot be unlinked meanwhile).
-    private static func name(ofThread thread: UInt) -> String? {
+    /// The name of the thread with the kernel ID `thread`, if it has one.
+    private static func name(ofThread thread: UInt64) -> String? {
         var buffer = [CChar](repeating: 0, count: 32)
         guard ck_wait_thread_name(thread, &buffer, buffer.count) else { return nil }
         let name = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)

@@ -2,7 +2,9 @@
 /// queue, a group.
 ///
 /// The report asks it while the waiter is held in its wait (so the target is alive), from another thread, without
-/// its lock: every requirement must answer from what it can read at once, and never block.
+/// its lock: every requirement must answer from what it can read at once (atomics, and fields set at `init`), and
+/// never take a lock, not even one of Foundation's: the thread that holds that lock may itself be parked in one of
+/// our waits, held there until the report moves on.
 package protocol WaitTarget: AnyObject {
     /// How the report names it: its type, the name it was given, where it was made.
     var waitResource: WaitReport.Resource { get }

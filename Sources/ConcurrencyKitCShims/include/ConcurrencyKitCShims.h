@@ -134,8 +134,9 @@ typedef void (*ck_wait_visitor)(
 /// thread waits for the report, except that a thread ending its wait waits for the visit of its own record to end.
 void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
 
-/// Writes the name of `thread`, a thread that exists, into `buffer`; false if it has none or it cannot be read.
-bool ck_wait_thread_name(uintptr_t thread, char *_Nonnull buffer, size_t size);
+/// Writes the name of the thread with the kernel ID `kernelThread` into `buffer`; false if it has none, it has exited,
+/// or the platform does not say.
+bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t size);
 
 /// The calling thread's ID in the wait records: `pthread_self()`.
 uintptr_t ck_wait_thread_id(void);
