@@ -26,6 +26,9 @@ public final class Queuer: Sendable {
     /// The name given at `init`, for the wait report, which must not take the operation queue's lock to read it.
     let nameAtInit: String
 
+    /// `Queuer 'name'`, as traps name this Queuer: made once, as an operation is added far more often than a trap.
+    private let label: String
+
     /// Creates a queue.
     ///
     /// - Parameters:
@@ -43,6 +46,7 @@ public final class Queuer: Sendable {
         self.queue = OperationQueue()
         self.nameAtInit = name
         self.queue.name = name
+        self.label = "Queuer '\(name)'"
         self.queue.maxConcurrentOperationCount = maxConcurrentOperationCount
         self.queue.qualityOfService = qualityOfService
     }
@@ -173,7 +177,7 @@ public final class Queuer: Sendable {
     /// - Parameter operation: The operation, not yet added to any queue.
     /// - Precondition: A ``ConcurrentOperation`` was not added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addOperation(_ operation: Operation) {
-        (operation as? ConcurrentOperation)?.claim(by: self.describe("addOperation"))
+        (operation as? ConcurrentOperation)?.claim(by: self.claimant("addOperation"))
         self.queue.addOperation(operation)
     }
 
@@ -194,11 +198,11 @@ public final class Queuer: Sendable {
     ///   added to a Queuer, a chain or a ``GroupOperation`` before.
     public func addChainedOperations(_ operations: [Operation], completionHandler: (@Sendable () -> Void)? = nil) {
         var positions: [ObjectIdentifier: Int] = [:]
-        let caller = self.describe("addChainedOperations")
+        let caller = self.claimant("addChainedOperations")
         for (index, operation) in operations.enumerated() {
             if let first = positions.updateValue(index, forKey: ObjectIdentifier(operation)) {
                 preconditionFailure(
-                    "\(caller): the operation at index \(index) ('\(operation.name ?? "unnamed")') is also at index "
+                    "\(caller.description): the operation at index \(index) ('\(operation.name ?? "unnamed")') is also at index "
                         + "\(first); a chain cannot run an operation twice"
                 )
             }
@@ -346,9 +350,10 @@ public final class Queuer: Sendable {
     /// ``cancelAll()`` reaches them.
     private static let waiters = OperationQueue()
 
-    /// How a trap names this Queuer and the method called on it: `Queuer 'downloads' (addOperation)`.
-    private func describe(_ method: String) -> String {
-        "Queuer '\(self.queue.name ?? "unnamed")' (\(method))"
+    /// How a trap names this Queuer and `method`, called on it: `Queuer 'downloads' (addOperation)`, with the name
+    /// the Queuer was made with.
+    private func claimant(_ method: StaticString) -> ConcurrentOperation.Claimant {
+        ConcurrentOperation.Claimant(receiver: self.label, method: method)
     }
 
     private static func checkConcurrency(_ count: Int, of name: String?) {

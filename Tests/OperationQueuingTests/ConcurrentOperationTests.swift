@@ -400,6 +400,28 @@ struct ConcurrentOperationRaceTests {
         #expect(!stderr.contains("to Queuer 'test.addtwice'"), "the Queuer is named once: \(stderr)")
     }
 
+    @Test("a second add names the first Queuer by the name it was made with, after it was renamed or released")
+    func addedAfterFirstQueuerWentAway() async {
+        let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
+            let operation = ConcurrentOperation(name: "fetch") { _ in }
+            do {
+                let downloads = Queuer(name: "downloads")
+                downloads.pause()
+                downloads.addOperation(operation)
+                downloads.queue.name = "renamed"
+            }
+            Queuer(name: "uploads").addOperation(operation)
+        }
+        let stderr = text(result?.standardErrorContent)
+        #expect(
+            stderr.contains(
+                "Queuer 'uploads' (addOperation): ConcurrentOperation 'fetch' was already added to Queuer 'downloads' "
+                    + "(addOperation); an operation runs once"
+            ),
+            "\(stderr)"
+        )
+    }
+
     @Test("an operation added to a second Queuer traps with a message naming both Queuers and the operation")
     func addedToTwoQueuers() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {

@@ -321,17 +321,18 @@ public struct GCDQueue: Sendable, Equatable {
     /// and the lock-order checker.
     private func wait(barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
         chaosPoint(.queue)
-        guard let lock = self.marker.lockOrder, barrier || self.marker.isSerial else {
-            return self.dispatchQueue.sync(execute: work)
+        #if DEBUG
+        // Release builds compile the checker out; a closure made for it here would cost an allocation per `sync`.
+        if let lock = self.marker.lockOrder, barrier || self.marker.isSerial {
+            LockOrderChecker.willAcquire(lock, file: file, line: line)
+            return self.marker.sync(self.dispatchQueue, barrier: barrier) {
+                LockOrderChecker.didAcquire(lock, file: file, line: line)
+                defer { LockOrderChecker.didRelease(lock) }
+                work()
+            }
         }
-        LockOrderChecker.willAcquire(lock, file: file, line: line)
-        let held = {
-            LockOrderChecker.didAcquire(lock, file: file, line: line)
-            defer { LockOrderChecker.didRelease(lock) }
-            work()
-        }
-        if barrier { return self.dispatchQueue.sync(flags: .barrier, execute: held) }
-        self.dispatchQueue.sync(execute: held)
+        #endif
+        self.marker.sync(self.dispatchQueue, barrier: barrier, work)
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,

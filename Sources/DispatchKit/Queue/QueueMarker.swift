@@ -58,8 +58,12 @@ final class QueueMarker: @unchecked Sendable {
     /// A `sync` onto a serial queue, or a barrier, waits until the caller alone holds it.
     let lockOrder: LockOrderIdentity?
 
+    /// The queue's `dispatch_queue_t`, for a `sync` without the overlay's block; nil where it cannot be read.
+    private let rawQueue: RawQueue?
+
     private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool, lockOrder: LockOrderIdentity?) {
         self.lockOrder = lockOrder
+        self.rawQueue = (standard ?? custom).flatMap(RawQueue.init)
         self.standardQueue = standard
         self.customQueue = custom
         self.isSerial = isSerial
@@ -108,6 +112,15 @@ final class QueueMarker: @unchecked Sendable {
     /// Whether this is the marker of a queue made by `GCDQueue(name:kind:)`.
     var isCustom: Bool {
         self.standardQueue == nil
+    }
+
+    /// Runs `work` on `queue`, this marker's, and waits for it; as a barrier if `barrier` and the queue is not a global
+    /// queue, which takes none.
+    func sync(_ queue: DispatchQueue, barrier: Bool, _ work: () -> Void) {
+        let barrier = barrier && !self.isGlobal
+        if let rawQueue = self.rawQueue { return rawQueue.sync(barrier: barrier, work) }
+        if barrier { return queue.sync(flags: .barrier, execute: work) }
+        queue.sync(execute: work)
     }
 
     // MARK: Suspension

@@ -46,7 +46,7 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
                 "GroupOperation: the operation at index \(index) ('\(operation.name ?? "unnamed")') has already "
                     + "started; an operation runs once"
             )
-            operation.claim(by: "GroupOperation")
+            operation.claim(by: Claimant(receiver: "GroupOperation", method: nil))
         }
         self.operations = operations
         self.completionHandler = completionHandler
