@@ -74,6 +74,60 @@ struct WaitReportKindsTests {
         #expect(onGroup.holders.isEmpty && onQueuer.holders.isEmpty)
     }
 
+    @Test(
+        "reports taken while 16 threads hammer one value never name a deadlock, a waiter as its own holder, or a stranger"
+    )
+    func hammeredValueNeverMisreported() {
+        let value = QueueSafeValue(value: 0)
+        let rounds = PropertyRun.rounds(2_000)
+        let threads = DispatchGroup()
+        let start = DispatchSemaphore(value: 0)
+        let ids = (0..<16).map { index in
+            startReportedThread(in: threads) {
+                _ = start.wait(timeout: deadline())
+                for round in 0..<rounds {
+                    // Half at the highest priority, closures and combined commands mixed.
+                    if index % 2 == 0 {
+                        _ = value.wait.highestPriority.set { $0 += 1 }
+                    } else if round % 2 == 0 {
+                        _ = value.wait.lowestPriority.set { $0 += 1 }
+                    } else {
+                        _ = value.wait.lowestPriority.get()
+                    }
+                }
+            }
+        }
+        let hammer = Set(ids)
+        for _ in 0..<16 { start.signal() }
+        var problems: [String] = []
+        var seen = 0
+        var reports = 0
+        while threads.wait(timeout: .now()) == .timedOut && reports < 100_000 {
+            let report = WaitReport.current
+            reports += 1
+            for wait in report.waits
+            where wait.resource.type == "QueueSafeValue<Int>" && hammer.contains(wait.waiter.id) {
+                seen += 1
+                for holder in wait.holders
+                where holder.waiter == wait.waiter || !hammer.contains(holder.waiter.id)
+                    || holder.site?.hasPrefix(thisFile) != true
+                {
+                    problems.append("wrong holder: \(wait)")
+                }
+            }
+            // By the resource: a hammer thread that has finished may have left its ID to a thread of another test.
+            if report.deadlocks.contains(where: {
+                $0.waits.contains { $0.resource.madeAt?.hasPrefix(thisFile) == true && hammer.contains($0.waiter.id) }
+            }) {
+                problems.append("a deadlock named: \(report)")
+            }
+        }
+        #expect(threads.wait(timeout: deadline()) == .success)
+        #expect(problems.isEmpty, "\(problems.prefix(3))")
+        #expect(value.wait.lowestPriority.get() == .success(8 * rounds + 8 * rounds / 2))
+        #expect(seen > 0, "\(reports) reports saw no wait")
+    }
+
     @Test("a value's turn and a lock held crosswise are one deadlock of two edges")
     func twoCycleValueAndLock() async {
         // A deadlock that nothing breaks: in a child process, which ends with its threads still parked.
