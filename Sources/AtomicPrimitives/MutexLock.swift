@@ -67,7 +67,7 @@ public final class MutexLock {
         self._core.lock(
             file: file,
             line: line,
-            reporting: (self, "MutexLock.lock()"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "MutexLock.lock()"),
             onReentry: { self._trapReentry() }
         )
     }
@@ -114,7 +114,7 @@ public final class MutexLock {
         self._core.lock(
             file: file,
             line: line,
-            reporting: (self, "MutexLock.withLock(_:)"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "MutexLock.withLock(_:)"),
             onReentry: { self._trapReentry() }
         )
         defer { self._core.unlock() }

@@ -13,46 +13,7 @@
 #include <sys/syscall.h>
 #endif
 
-/// How many held resources a thread's record keeps; more are counted, not kept, so that releases still balance.
-#define CK_HELD_SLOTS 16
-
-/// One held resource, in fields a report may read while the owner writes them.
-typedef struct {
-    _Atomic uintptr_t resource;
-    _Atomic(const uint8_t *) file;
-    _Atomic intptr_t fileCount;
-    _Atomic uintptr_t line;
-} ck_held_slot;
-
-/// One thread's records, linked into the process's list from its first use until the thread exits.
-typedef struct ck_wait_thread {
-    struct ck_wait_thread *previous;
-    struct ck_wait_thread *next;
-    uintptr_t thread;
-    uint64_t kernelThread;
-
-    /// Whether `wait` holds a wait; written by the owner, read by a report.
-    _Atomic int active;
-    /// Whether a report reads `wait` now: the owner does not end its wait until it is clear.
-    _Atomic int pinned;
-    _Atomic uintptr_t kind;
-    _Atomic(const void *) object;
-    _Atomic(const uint8_t *) api;
-    _Atomic intptr_t apiCount;
-    _Atomic(const uint8_t *) file;
-    _Atomic intptr_t fileCount;
-    _Atomic uintptr_t line;
-    _Atomic uint64_t since;
-
-    /// Odd while the owner changes `held`: a seqlock for the readers.
-    _Atomic uint64_t heldSequence;
-    _Atomic intptr_t heldCount;
-    /// Held resources past `CK_HELD_SLOTS`: counted only.
-    intptr_t heldOverflow;
-    ck_held_slot held[CK_HELD_SLOTS];
-} ck_wait_thread;
-
-static _Thread_local ck_wait_thread *ck_wait_current;
+_Thread_local ck_wait_thread *ck_wait_current;
 static pthread_key_t ck_wait_key;
 static pthread_once_t ck_wait_key_once = PTHREAD_ONCE_INIT;
 /// Guards the list, and keeps every record in it alive while a report visits it.
@@ -112,7 +73,7 @@ uintptr_t ck_wait_thread_id(void) {
     return (uintptr_t)pthread_self();
 }
 
-static ck_wait_thread *ck_wait_make_thread(void) {
+ck_wait_thread *ck_wait_make_thread(void) {
     pthread_once(&ck_wait_key_once, ck_wait_make_key);
     ck_wait_thread *thread = calloc(1, sizeof(ck_wait_thread));
     if (thread == NULL) {
@@ -135,18 +96,13 @@ static ck_wait_thread *ck_wait_make_thread(void) {
     return thread;
 }
 
-static inline ck_wait_thread *ck_wait_self(void) {
-    ck_wait_thread *thread = ck_wait_current;
-    return thread != NULL ? thread : ck_wait_make_thread();
-}
-
 void ck_wait_begin(const ck_wait_entry *entry) {
     ck_wait_thread *thread = ck_wait_self();
     atomic_store_explicit(&thread->kind, entry->kind, memory_order_relaxed);
-    atomic_store_explicit(&thread->object, entry->object, memory_order_relaxed);
-    atomic_store_explicit(&thread->api, entry->api, memory_order_relaxed);
+    atomic_store_explicit(&thread->object, (uintptr_t)entry->object, memory_order_relaxed);
+    atomic_store_explicit(&thread->api, (uintptr_t)entry->api, memory_order_relaxed);
     atomic_store_explicit(&thread->apiCount, entry->apiCount, memory_order_relaxed);
-    atomic_store_explicit(&thread->file, entry->file, memory_order_relaxed);
+    atomic_store_explicit(&thread->file, (uintptr_t)entry->file, memory_order_relaxed);
     atomic_store_explicit(&thread->fileCount, entry->fileCount, memory_order_relaxed);
     atomic_store_explicit(&thread->line, entry->line, memory_order_relaxed);
     atomic_store_explicit(&thread->since, entry->since, memory_order_relaxed);
@@ -167,61 +123,6 @@ void ck_wait_end(void) {
     }
 }
 
-void ck_wait_hold(uintptr_t resource, const uint8_t *file, intptr_t fileCount, uintptr_t line) {
-    ck_wait_thread *thread = ck_wait_self();
-    intptr_t count = atomic_load_explicit(&thread->heldCount, memory_order_relaxed);
-    if (count == CK_HELD_SLOTS) {
-        thread->heldOverflow += 1;
-        return;
-    }
-    uint64_t sequence = atomic_load_explicit(&thread->heldSequence, memory_order_relaxed);
-    atomic_store_explicit(&thread->heldSequence, sequence + 1, memory_order_relaxed);
-    atomic_thread_fence(memory_order_release);
-    ck_held_slot *slot = &thread->held[count];
-    atomic_store_explicit(&slot->resource, resource, memory_order_relaxed);
-    atomic_store_explicit(&slot->file, file, memory_order_relaxed);
-    atomic_store_explicit(&slot->fileCount, fileCount, memory_order_relaxed);
-    atomic_store_explicit(&slot->line, line, memory_order_relaxed);
-    atomic_store_explicit(&thread->heldCount, count + 1, memory_order_relaxed);
-    atomic_store_explicit(&thread->heldSequence, sequence + 2, memory_order_release);
-}
-
-void ck_wait_unhold(uintptr_t resource) {
-    ck_wait_thread *thread = ck_wait_current;
-    if (thread == NULL) {
-        return;
-    }
-    if (thread->heldOverflow > 0) {
-        // The newest holds were only counted; one of them ends first.
-        thread->heldOverflow -= 1;
-        return;
-    }
-    intptr_t count = atomic_load_explicit(&thread->heldCount, memory_order_relaxed);
-    for (intptr_t index = count - 1; index >= 0; index--) {
-        if (atomic_load_explicit(&thread->held[index].resource, memory_order_relaxed) != resource) {
-            continue;
-        }
-        uint64_t sequence = atomic_load_explicit(&thread->heldSequence, memory_order_relaxed);
-        atomic_store_explicit(&thread->heldSequence, sequence + 1, memory_order_relaxed);
-        atomic_thread_fence(memory_order_release);
-        for (intptr_t later = index + 1; later < count; later++) {
-            ck_held_slot *to = &thread->held[later - 1];
-            ck_held_slot *from = &thread->held[later];
-            atomic_store_explicit(&to->resource, atomic_load_explicit(&from->resource, memory_order_relaxed),
-                                  memory_order_relaxed);
-            atomic_store_explicit(&to->file, atomic_load_explicit(&from->file, memory_order_relaxed),
-                                  memory_order_relaxed);
-            atomic_store_explicit(&to->fileCount, atomic_load_explicit(&from->fileCount, memory_order_relaxed),
-                                  memory_order_relaxed);
-            atomic_store_explicit(&to->line, atomic_load_explicit(&from->line, memory_order_relaxed),
-                                  memory_order_relaxed);
-        }
-        atomic_store_explicit(&thread->heldCount, count - 1, memory_order_relaxed);
-        atomic_store_explicit(&thread->heldSequence, sequence + 2, memory_order_release);
-        return;
-    }
-}
-
 /// Copies `thread`'s held resources as of one moment into `held`; returns how many.
 static intptr_t ck_wait_copy_held(ck_wait_thread *thread, ck_wait_held *held) {
     while (1) {
@@ -234,7 +135,7 @@ static intptr_t ck_wait_copy_held(ck_wait_thread *thread, ck_wait_held *held) {
         for (intptr_t index = 0; index < count; index++) {
             ck_held_slot *slot = &thread->held[index];
             held[index].resource = atomic_load_explicit(&slot->resource, memory_order_relaxed);
-            held[index].file = atomic_load_explicit(&slot->file, memory_order_relaxed);
+            held[index].file = (const uint8_t *)atomic_load_explicit(&slot->file, memory_order_relaxed);
             held[index].fileCount = atomic_load_explicit(&slot->fileCount, memory_order_relaxed);
             held[index].line = atomic_load_explicit(&slot->line, memory_order_relaxed);
         }
@@ -254,10 +155,10 @@ void ck_wait_visit(void *context, ck_wait_visitor visitor) {
         if (atomic_load_explicit(&thread->active, memory_order_seq_cst) != 0) {
             ck_wait_entry wait = {
                 .kind = atomic_load_explicit(&thread->kind, memory_order_relaxed),
-                .object = atomic_load_explicit(&thread->object, memory_order_relaxed),
-                .api = atomic_load_explicit(&thread->api, memory_order_relaxed),
+                .object = (const void *)atomic_load_explicit(&thread->object, memory_order_relaxed),
+                .api = (const uint8_t *)atomic_load_explicit(&thread->api, memory_order_relaxed),
                 .apiCount = atomic_load_explicit(&thread->apiCount, memory_order_relaxed),
-                .file = atomic_load_explicit(&thread->file, memory_order_relaxed),
+                .file = (const uint8_t *)atomic_load_explicit(&thread->file, memory_order_relaxed),
                 .fileCount = atomic_load_explicit(&thread->fileCount, memory_order_relaxed),
                 .line = atomic_load_explicit(&thread->line, memory_order_relaxed),
                 .since = atomic_load_explicit(&thread->since, memory_order_relaxed),

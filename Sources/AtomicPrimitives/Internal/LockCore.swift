@@ -223,14 +223,14 @@ package struct LockCore: ~Copyable {
     /// - Parameters:
     ///   - file: The acquisition's file, for lock-order reports and the wait report.
     ///   - line: The acquisition's line.
-    ///   - waiting: What the wait report shows the thread waiting on (a ``WaitTarget``), and in which call; `nil`
-    ///     records nothing.
+    ///   - waiting: What the wait report shows the thread waiting on (a ``WaitTarget``, by its unretained
+    ///     address: nothing to retain on the uncontended path), and in which call; `nil` records nothing.
     ///   - onReentry: Traps with the owner's message.
     @inlinable
     package func lock(
         file: StaticString = #fileID,
         line: UInt = #line,
-        reporting waiting: (target: AnyObject, call: StaticString)?,
+        reporting waiting: (target: UnsafeRawPointer, call: StaticString)?,
         onReentry: () -> Never
     ) {
         let thread = currentThreadID()
@@ -253,11 +253,12 @@ package struct LockCore: ~Copyable {
 
     /// The mutex is taken: waits for it, recorded for the wait report if `waiting` says as what.
     @usableFromInline
-    func lockWaiting(file: StaticString, line: UInt, reporting waiting: (target: AnyObject, call: StaticString)?) {
+    func lockWaiting(file: StaticString, line: UInt, reporting waiting: (target: UnsafeRawPointer, call: StaticString)?)
+    {
         let result: Int32
         if let waiting {
             let call = BlockingCall(api: waiting.call, alternative: "", file: file, line: line)
-            result = WaitRecords.whileParked(on: waiting.target, as: call) { CLibrary.lock(self.mutex) }
+            result = WaitRecords.whileParked(at: waiting.target, as: call) { CLibrary.lock(self.mutex) }
         } else {
             result = CLibrary.lock(self.mutex)
         }

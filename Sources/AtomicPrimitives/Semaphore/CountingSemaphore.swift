@@ -272,9 +272,10 @@ public final class CountingSemaphore {
         )
         _ = self.wait(until: .never, as: call)
         // The permit is this thread's until `body` returns: the wait report names it as a holder.
-        WaitRecords.hold(self, file: file, line: line)
+        let identity = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        WaitRecords.hold(identity, file: file, line: line)
         defer {
-            WaitRecords.unhold(self)
+            WaitRecords.unhold(identity)
             self.signal()
         }
         return try body()

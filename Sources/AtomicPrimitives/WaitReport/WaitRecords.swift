@@ -21,15 +21,26 @@ package enum WaitRecords {
     )
         -> Result
     {
-        Self.begin(on: target, as: call)
+        Self.whileParked(at: UnsafeRawPointer(Unmanaged.passUnretained(target).toOpaque()), as: call, wait)
+    }
+
+    /// Runs `wait` as ``whileParked(on:as:_:)`` does, for a target given by its unretained address.
+    package static func whileParked<Result>(
+        at target: UnsafeRawPointer,
+        as call: BlockingCall,
+        _ wait: () -> Result
+    )
+        -> Result
+    {
+        Self.begin(at: target, as: call)
         defer { ck_wait_end() }
         return wait()
     }
 
-    /// Records that the calling thread now waits on `target` for `call`; end it with ``end()``.
-    package static func begin(on target: AnyObject, as call: BlockingCall) {
+    /// Records that the calling thread now waits on the object at `target` for `call`; end it with ``end()``.
+    package static func begin(at target: UnsafeRawPointer, as call: BlockingCall) {
         var entry = ck_wait_entry()
-        entry.object = UnsafeRawPointer(Unmanaged.passUnretained(target).toOpaque())
+        entry.object = target
         entry.api = call.api.hasPointerRepresentation ? call.api.utf8Start : nil
         entry.apiCount = call.api.hasPointerRepresentation ? call.api.utf8CodeUnitCount : 0
         entry.file = call.file.hasPointerRepresentation ? call.file.utf8Start : nil
@@ -44,24 +55,22 @@ package enum WaitRecords {
         ck_wait_end()
     }
 
-    /// Records that the calling thread holds `resource`, taken at `file`:`line`.
+    /// Records that the calling thread holds the resource `identity` (``identity(of:)``), taken at `file`:`line`.
     ///
     /// For holders the resource does not record itself (a semaphore's permit taken by `perform`). Pair it with
-    /// ``unhold(_:)`` on the same thread.
-    package static func hold(_ resource: AnyObject, file: StaticString, line: UInt) {
-        let pointer = file.hasPointerRepresentation ? file.utf8Start : nil
-        let count = file.hasPointerRepresentation ? file.utf8CodeUnitCount : 0
-        ck_wait_hold(Self.identity(of: resource), pointer, count, line)
+    /// ``unhold(_:)`` on the same thread. A few plain stores into the thread's own record, inlined from C.
+    package static func hold(_ identity: UInt, file: StaticString, line: UInt) {
+        ck_wait_hold(identity, file.utf8Start, file.utf8CodeUnitCount, line)
     }
 
-    /// Records that the calling thread no longer holds `resource`.
-    package static func unhold(_ resource: AnyObject) {
-        ck_wait_unhold(Self.identity(of: resource))
+    /// Records that the calling thread no longer holds the resource `identity`.
+    package static func unhold(_ identity: UInt) {
+        ck_wait_unhold(identity)
     }
 
     /// How records name a resource: its object's address.
     package static func identity(of resource: AnyObject) -> UInt {
-        UInt(bitPattern: ObjectIdentifier(resource).hashValue)
+        UInt(bitPattern: Unmanaged.passUnretained(resource).toOpaque())
     }
 
     /// One thread as the records show it at one moment.
