@@ -85,6 +85,13 @@ extension TestClock {
     /// operation to sleep again or to return, instead of stopping. It returns what the operation returns, as soon as
     /// it does, even if other tasks still sleep on the clock.
     ///
+    /// Tasks parked in ConcurrencyKit's waits (a `CountingSemaphore`, a value's turn, a group) do not stop the time:
+    /// while something sleeps, the run moves past them. The operation's task, its child tasks and the tasks it makes
+    /// with `Task { }` count their parked waits in the run's scope; when nothing sleeps and tasks of the scope wait
+    /// for each other in a cycle, each in a wait without a deadline, the run throws
+    /// ``TestClockError/Reason/deadlock`` at once, with the `WaitReport` that names the cycle. See "Tasks parked in
+    /// ConcurrencyKit's waits" in <doc:TestingTimeDependentCode>.
+    ///
     /// The run moves the time from its start, not from the operation's first sleep: a task that already sleeps on the
     /// clock when `run` is called can be woken at its deadline before the operation has reached its first sleep, so
     /// the operation may first read a ``now`` later than the one `run` was called at. To begin the operation at the
@@ -123,7 +130,9 @@ extension TestClock {
     ///     task-local values, on the actor its closure names (`{ @MainActor in … }`), or on none.
     /// - Returns: What `operation` returns.
     /// - Throws: What `operation` throws. ``TestClockError`` if the operation has not returned and
-    ///   ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed for `timeout`;
+    ///   ``TestClockError/Reason/deadlock``: nothing slept on the clock and its tasks waited in a cycle (thrown as
+    ///   soon as it is seen); ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed
+    ///   for `timeout` (the message adds the waits of the operation's tasks parked in ConcurrencyKit's waits);
     ///   ``TestClockError/Reason/wakeNotResumed``: a woken task did not come back out of its sleep for `timeout`;
     ///   ``TestClockError/Reason/neverIdle``: it still moved the time after `timeout`, having moved it at least 100
     ///   times, as it does when the operation sleeps again after every wake. `CancellationError` if the task is

@@ -199,7 +199,11 @@ struct WaitReportTaskTests {
         }
         #expect(await waitOffPool(inClosure))
         let waiter = Task { await value.suspend.lowestPriority.set { $0 += 1 } }
-        let found = await report { $0.waiter.kind == .task && $0.call == "QueueSafeValue.suspend.lowestPriority" }
+        // Other suites run beside this one: the wait is ours if the thread in our closure holds it.
+        let found = await report { wait in
+            wait.call == "QueueSafeValue.suspend.lowestPriority"
+                && wait.holders.contains { $0.waiter.id == holderThread.value }
+        }
         release.signal()
         #expect(await waitOffPool(holderDone))
         #expect(try await waiter.value.get() == 1)
