@@ -83,7 +83,12 @@ public final class TestClock: Clock, Sendable {
         let wasWoken = try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Bool, any Error>) in
                 if self.register(id, deadline: deadline, continuation) {
-                    asleep = TaskWaits.begin(on: self, as: Self.sleepCall, state: "sleeps until \(deadline)", parks: false)
+                    asleep = TaskWaits.begin(
+                        on: self,
+                        as: Self.sleepCall,
+                        state: "sleeps until \(deadline)",
+                        parks: false
+                    )
                 }
             }
         } onCancel: {
@@ -135,12 +140,18 @@ public final class TestClock: Clock, Sendable {
     }
 
     /// How the wait report names a sleep; its site is not known.
-    private static let sleepCall = BlockingCall(api: "TestClock.sleep(until:tolerance:)", alternative: "", file: "", line: 0)
+    private static let sleepCall = BlockingCall(
+        api: "TestClock.sleep(until:tolerance:)",
+        alternative: "",
+        file: "",
+        line: 0
+    )
 
     /// Puts a sleeper in line, or resumes it at once if its deadline has come or its task is cancelled.
     ///
     /// - Returns: Whether it is asleep: in line, with its task about to suspend.
-    private func register(_ id: UInt64, deadline: Instant, _ continuation: UnsafeContinuation<Bool, any Error>) -> Bool {
+    private func register(_ id: UInt64, deadline: Instant, _ continuation: UnsafeContinuation<Bool, any Error>) -> Bool
+    {
         enum Registration {
             case cancelled
             case due

@@ -70,7 +70,10 @@ enum SemaphoreTaskWait: String, CaseIterable, Sendable {
 
 @Suite("WaitReport: task waits", .serialized, .timeLimit(.minutes(3)))
 struct WaitReportTaskTests {
-    @Test("a task suspended in each semaphore wait shows as a task, with the call and its site", arguments: SemaphoreTaskWait.allCases)
+    @Test(
+        "a task suspended in each semaphore wait shows as a task, with the call and its site",
+        arguments: SemaphoreTaskWait.allCases
+    )
     func semaphoreWait(_ kind: SemaphoreTaskWait) async throws {
         let semaphore = CountingSemaphore(name: "gate")
         let waiter = Task { await kind.run(on: semaphore) }
@@ -134,7 +137,8 @@ struct WaitReportTaskTests {
         }
         let ours: Set = [identity(of: first), identity(of: second)]
         let isOurs = { (deadlock: WaitReport.Deadlock) in
-            Set(deadlock.waits.map(\.resource.identity)) == ours && deadlock.waits.allSatisfy { $0.waiter.kind == .task }
+            Set(deadlock.waits.map(\.resource.identity)) == ours
+                && deadlock.waits.allSatisfy { $0.waiter.kind == .task }
         }
         let limit = ContinuousClock.now.advanced(by: patienceLimit)
         var found: WaitReport?
