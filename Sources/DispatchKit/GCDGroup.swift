@@ -212,7 +212,7 @@ public final class GCDGroup: Sendable {
         if let parked { TaskWaits.end(parked) }
     }
 
-    /// Suspends the calling task until everything in the group has finished: the same as ``waitForAll()``.
+    /// Suspends the calling task until everything in the group has finished: the same as ``waitForAll(file:line:)``.
     ///
     /// In an `async` function this is the overload `await group.wait()` calls. In the top-level code of a `main.swift`
     /// that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write

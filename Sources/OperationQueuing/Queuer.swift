@@ -340,7 +340,7 @@ public final class Queuer: Sendable {
         if let parked { TaskWaits.end(parked) }
     }
 
-    /// Suspends the calling task until every operation added so far has finished: the same as ``waitForAll()``.
+    /// Suspends the calling task until every operation added so far has finished: the same as ``waitForAll(file:line:)``.
     ///
     /// In an `async` function this is the overload `await queuer.waitUntilAllOperationsAreFinished()` calls. In the
     /// top-level code of a `main.swift` that call picks the blocking ``waitUntilAllOperationsAreFinished(file:line:)``

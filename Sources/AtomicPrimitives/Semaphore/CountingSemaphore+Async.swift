@@ -23,21 +23,21 @@ extension CountingSemaphore {
         try await self.waitInLine(as: "CountingSemaphore.acquire()", file: file, line: line)
     }
 
-    /// Takes a resource, suspending the task until one is free: the same as ``acquire()``.
+    /// Takes a resource, suspending the task until one is free: the same as ``acquire(file:line:)``.
     ///
     /// In an `async` function this is the overload `try await semaphore.wait()` calls. In the top-level code of a
     /// `main.swift` that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write
     /// `try await semaphore.acquire()` there.
     ///
-    /// - Parameters:
-    ///   - file: Where the call is made, for ``WaitReport``; leave the default.
-    ///   - line: Where the call is made, for ``WaitReport``; leave the default.
+    /// It has no `file` and `line` of its own (they would make it the blocking form's twin in name): ``WaitReport``
+    /// shows where ``acquire(file:line:)`` is called, not where this is.
+    ///
     /// - Throws: `CancellationError` if the task is cancelled before it gets a resource, as ``acquire(file:line:)``
     ///   does.
     @inlinable
-    public func wait(file: StaticString = #fileID, line: UInt = #line) async throws {
+    public func wait() async throws {
         if self.takeIfFreeForTask() { return }
-        try await self.waitInLine(as: "CountingSemaphore.wait()", file: file, line: line)
+        try await self.waitInLine(as: "CountingSemaphore.wait()", file: "", line: 0)
     }
 
     /// Takes a free resource for a task that is not cancelled; `false` if it must wait, or throw.
@@ -55,7 +55,7 @@ extension CountingSemaphore {
 
     /// Takes a resource, suspending the task until one is free or `timeout` has passed.
     ///
-    /// The time is measured on the continuous clock; ``wait(timeout:clock:)`` measures it on another. A wait that is
+    /// The time is measured on the continuous clock; ``wait(timeout:clock:file:line:)`` measures it on another. A wait that is
     /// granted a resource or cancelled before its deadline cancels its Dispatch timer at once: no timer outlives its
     /// wait.
     ///
@@ -88,13 +88,13 @@ extension CountingSemaphore {
     ///
     /// A wait that ends early, granted a resource or cancelled, takes its timer with it: a granted wait never keeps a
     /// timer alive until its deadline. On the continuous and the suspending clock the timer is a Dispatch timer, as
-    /// in ``wait(timeout:)``. On another clock it is a task that sleeps on that clock until the deadline, cancelled
+    /// in ``wait(timeout:file:line:)``. On another clock it is a task that sleeps on that clock until the deadline, cancelled
     /// as the wait ends; the clock must end a cancelled sleep promptly, as `TestClock` does. (The standard clocks'
     /// own sleeps keep about 700 bytes each until their deadline when cancelled, which is why they get the Dispatch
     /// timer.)
     ///
     /// - Parameters:
-    ///   - timeout: How long to wait at most, by the same rules as ``wait(timeout:)``: zero or less (or less than a
+    ///   - timeout: How long to wait at most, by the same rules as ``wait(timeout:file:line:)``: zero or less (or less than a
     ///     nanosecond) takes only a resource that is free right away; a duration too long to represent in nanoseconds
     ///     waits without a limit, and sets no sleeper on `clock`.
     ///   - clock: The clock that measures `timeout`.
