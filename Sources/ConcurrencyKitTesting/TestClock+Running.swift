@@ -75,7 +75,7 @@ extension TestClock {
     ///   having moved it at least 100 times: only when something sleeps on the clock every time it looks.
     ///   `CancellationError` if the task is cancelled.
     public func run(timeout: Duration = .seconds(10)) async throws {
-        try await self.drive(until: { false }, operationPending: false, timeout: timeout)
+        try await self.drive(until: { false }, scope: nil, timeout: timeout)
     }
 
     /// Runs `operation` and moves the time for it, from deadline to deadline, until it returns.
@@ -84,6 +84,13 @@ extension TestClock {
     /// the time. While `operation` runs, the clock steps as ``run(timeout:)`` does, and when nothing sleeps it waits for the
     /// operation to sleep again or to return, instead of stopping. It returns what the operation returns, as soon as
     /// it does, even if other tasks still sleep on the clock.
+    ///
+    /// Tasks parked in ConcurrencyKit's waits (a `CountingSemaphore`, a value's turn, a group) do not stop the time:
+    /// while something sleeps, the run moves past them. The operation's task, its child tasks and the tasks it makes
+    /// with `Task { }` count their parked waits in the run's scope; when nothing sleeps and tasks of the scope wait
+    /// for each other in a cycle, each in a wait without a deadline, the run throws
+    /// ``TestClockError/Reason/deadlock`` at once, with the `WaitReport` that names the cycle. See "Tasks parked in
+    /// ConcurrencyKit's waits" in <doc:TestingTimeDependentCode>.
     ///
     /// The run moves the time from its start, not from the operation's first sleep: a task that already sleeps on the
     /// clock when `run` is called can be woken at its deadline before the operation has reached its first sleep, so
@@ -123,7 +130,9 @@ extension TestClock {
     ///     task-local values, on the actor its closure names (`{ @MainActor in … }`), or on none.
     /// - Returns: What `operation` returns.
     /// - Throws: What `operation` throws. ``TestClockError`` if the operation has not returned and
-    ///   ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed for `timeout`;
+    ///   ``TestClockError/Reason/deadlock``: nothing slept on the clock and its tasks waited in a cycle (thrown as
+    ///   soon as it is seen); ``TestClockError/Reason/nothingCanRun``: nothing slept on the clock and nothing changed
+    ///   for `timeout` (the message adds the waits of the operation's tasks parked in ConcurrencyKit's waits);
     ///   ``TestClockError/Reason/wakeNotResumed``: a woken task did not come back out of its sleep for `timeout`;
     ///   ``TestClockError/Reason/neverIdle``: it still moved the time after `timeout`, having moved it at least 100
     ///   times, as it does when the operation sleeps again after every wake. `CancellationError` if the task is
@@ -133,15 +142,18 @@ extension TestClock {
         _ operation: @escaping @Sendable () async throws -> Value
     ) async throws -> Value {
         let returned = AtomicBox(false, name: "TestClock.run")
+        // The operation's task and the tasks that inherit its task-local values count their waits in the scope;
+        // each park and unpark counts as a change on the clock, so that the run looks again.
+        let scope = TaskWaitScope { [weak self] in self?.touch() }
         let task = Task {
             defer {
                 returned.mutate { $0 = true }
                 self.touch()
             }
-            return try await operation()
+            return try await TaskWaitScope.$current.withValue(scope) { try await operation() }
         }
         do {
-            try await self.drive(until: { returned.value }, operationPending: true, timeout: timeout)
+            try await self.drive(until: { returned.value }, scope: scope, timeout: timeout)
         } catch {
             task.cancel()
             throw error
@@ -150,15 +162,17 @@ extension TestClock {
     }
 
     /// The loop behind ``run(timeout:)`` and ``run(timeout:_:)``: wakes sleepers one deadline at a time, each time once no
-    /// wake is on its way back, until `isDone()`, or until idle when no operation is pending.
+    /// wake is on its way back, until `isDone()`, or until idle when no operation is pending (no `scope`).
     ///
     /// It gives up when nothing has changed on the clock for `timeout` (stuck), or when it still moves the time after
     /// `timeout` in all, having moved it at least `busyAdvances` times (never idle): a few late steps on a busy
-    /// machine are not an endless timer.
-    private func drive(until isDone: () -> Bool, operationPending: Bool, timeout: Duration) async throws {
+    /// machine are not an endless timer. With an operation pending, each time nothing sleeps and no wake is on its way
+    /// back, it looks for a deadlock among the tasks of the operation's `scope` (``deadlock(in:since:)``).
+    private func drive(until isDone: () -> Bool, scope: TaskWaitScope?, timeout: Duration) async throws {
         enum Step {
             case wait
             case woke(TestClockState.Wakeups)
+            case stalled
             case idle
         }
         let start = ContinuousClock.now
@@ -182,18 +196,26 @@ extension TestClock {
                 }
             } else if now - quietSince >= timeout {
                 let wakesInFlight = self.state.mutate { $0.wakesInFlight }
-                throw self.error(wakesInFlight > 0 ? .wakeNotResumed : .nothingCanRun, timeout)
+                if wakesInFlight > 0 { throw self.error(.wakeNotResumed, timeout) }
+                // What the operation's tasks wait for, if they are parked in the package's waits.
+                let parked = scope.map { !$0.parked.isEmpty } == true ? WaitReport.current : nil
+                throw self.error(.nothingCanRun, timeout, report: parked)
             }
             let step = self.state.mutate { state -> Step in
                 if state.wakesInFlight > 0 { return .wait }
                 if let wakeups = state.advanceToEarliestDeadline() { return .woke(wakeups) }
-                return operationPending ? .wait : .idle
+                return scope != nil ? .stalled : .idle
             }
             switch step {
             case .idle: return
             case .woke(let wakeups):
                 advances += 1
                 wakeups.resume()
+            case .stalled:
+                if let scope, let report = self.deadlock(in: scope, since: version) {
+                    throw self.error(.deadlock, timeout, report: report)
+                }
+                await self.changed(since: version)
             case .wait: await self.changed(since: version)
             }
         }
@@ -203,9 +225,43 @@ extension TestClock {
     static let busyAdvances = 100
 
     /// A ``TestClockError`` with the clock's time and sleepers as they are now.
-    private func error(_ reason: TestClockError.Reason, _ timeout: Duration, advances: Int = 0) -> TestClockError {
+    private func error(
+        _ reason: TestClockError.Reason,
+        _ timeout: Duration,
+        advances: Int = 0,
+        report: WaitReport? = nil
+    ) -> TestClockError {
         let (now, deadlines) = self.state.mutate { ($0.now, $0.deadlines) }
-        return TestClockError(reason: reason, now: now, deadlines: deadlines, timeout: timeout, advances: advances)
+        return TestClockError(
+            reason: reason,
+            now: now,
+            deadlines: deadlines,
+            timeout: timeout,
+            advances: advances,
+            waitReport: report
+        )
+    }
+
+    /// The wait report, if it names a deadlock that only tasks of `scope` are in, each parked in a wait without a
+    /// deadline, while the clock has not changed since `version` (nothing sleeps on it, no wake is on its way back,
+    /// and no task of the scope has parked or resumed since).
+    ///
+    /// What this can know: the tasks of the scope that are parked in the package's waits (a semaphore, a value's
+    /// turn, a group, a Queuer), and who holds what they wait for, as ``WaitReport`` finds it. Such a cycle can never
+    /// end by itself: every task in it waits for the next, none has a deadline, and the clock's sleepers cannot reach
+    /// them (there are none). What it cannot know: tasks that compute, or wait on anything else (a continuation, an
+    /// `AsyncStream`, another task's value, a sleep on another clock), and whether such a task would have released
+    /// something; so without a cycle it never concludes, and the run ends with
+    /// ``TestClockError/Reason/nothingCanRun`` after its timeout as before.
+    private func deadlock(in scope: TaskWaitScope, since version: UInt64) -> WaitReport? {
+        let parked = scope.parked
+        guard !parked.isEmpty else { return nil }
+        let report = WaitReport.current
+        let ours = report.deadlocks.contains { deadlock in
+            deadlock.waits.allSatisfy { $0.waiter.kind == .task && parked.contains($0.waiter.id) }
+        }
+        guard ours, self.state.mutate({ $0.version }) == version, scope.parked == parked else { return nil }
+        return report
     }
 
     /// Suspends until the state has changed since `version`, a watchdog nudges, or the task is cancelled.

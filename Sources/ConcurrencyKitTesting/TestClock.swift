@@ -77,9 +77,19 @@ public final class TestClock: Clock, Sendable {
     public func sleep(until deadline: Instant, tolerance: Duration? = nil) async throws {
         try Task.checkCancellation()
         let id = self.state.mutate { $0.makeID() }
+        // Shown in WaitReport while it sleeps; not parked for a run's idle detection: the clock sees its sleepers.
+        var asleep: TaskWaitEntry?
+        defer { if let asleep { TaskWaits.end(asleep) } }
         let wasWoken = try await withTaskCancellationHandler {
             try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Bool, any Error>) in
-                self.register(id, deadline: deadline, continuation)
+                if self.register(id, deadline: deadline, continuation) {
+                    asleep = TaskWaits.begin(
+                        on: self,
+                        as: Self.sleepCall,
+                        state: "sleeps until \(deadline)",
+                        parks: false
+                    )
+                }
             }
         } onCancel: {
             let removed = self.state.mutate { $0.remove(sleeper: id) }
@@ -129,8 +139,19 @@ public final class TestClock: Clock, Sendable {
         wakeups.resume()
     }
 
+    /// How the wait report names a sleep; its site is not known.
+    private static let sleepCall = BlockingCall(
+        api: "TestClock.sleep(until:tolerance:)",
+        alternative: "",
+        file: "",
+        line: 0
+    )
+
     /// Puts a sleeper in line, or resumes it at once if its deadline has come or its task is cancelled.
-    private func register(_ id: UInt64, deadline: Instant, _ continuation: UnsafeContinuation<Bool, any Error>) {
+    ///
+    /// - Returns: Whether it is asleep: in line, with its task about to suspend.
+    private func register(_ id: UInt64, deadline: Instant, _ continuation: UnsafeContinuation<Bool, any Error>) -> Bool
+    {
         enum Registration {
             case cancelled
             case due
@@ -148,5 +169,7 @@ public final class TestClock: Clock, Sendable {
         case .due: continuation.resume(returning: false)
         case .asleep(let wakeups): wakeups.resume()
         }
+        if case .asleep = registration { return true }
+        return false
     }
 }

@@ -1,3 +1,5 @@
+import AtomicPrimitives
+
 /// Why a ``TestClock`` gave up waiting, with what slept on it at that moment.
 ///
 /// The clock throws it instead of letting a test hang. Its ``description`` is written for the test log: it says
@@ -19,6 +21,11 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
         /// A task that the clock woke did not come back out of its sleep within the time limit: the actor or
         /// executor it needs is blocked.
         case wakeNotResumed
+        /// ``TestClock/run(timeout:_:)`` found the operation's tasks in a deadlock: nothing slept on the clock, no
+        /// wake was on its way back, and tasks of the operation waited in a cycle in ConcurrencyKit's waits (each
+        /// for a semaphore or a value's turn that the next one holds), as `WaitReport` names it. The run throws
+        /// this as soon as it sees the cycle, without waiting for its timeout; the description holds the report.
+        case deadlock
     }
 
     /// What the clock waited for and did not see.
@@ -31,6 +38,8 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
     public let timeout: Duration
     /// How many times the run moved the time, for the report of a clock that never became idle.
     let advances: Int
+    /// The waits of the package in progress when it gave up, for a deadlock or a run that nothing could move.
+    let waitReport: WaitReport?
 
     /// The report: what the clock waited for, how long, its time, and every sleeper.
     public var description: String {
@@ -43,11 +52,12 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
                 else, sleeps on another clock, or has finished). \(sleepers)
                 """
         case .nothingCanRun:
+            let waits = self.waitReport.map { "\n\($0)" } ?? ""
             return """
                 TestClock: nothing can ever run. The operation given to run(timeout:_:) has not finished, no task \
                 sleeps on this clock and no woken task is on its way back, and nothing changed for \(self.timeout) \
                 of real time: moving the time cannot help, the operation waits for something else (a signal, a \
-                continuation, a lock, a sleep on another clock). \(sleepers)
+                continuation, a lock, a sleep on another clock). \(sleepers)\(waits)
                 """
         case .neverIdle:
             return """
@@ -61,6 +71,12 @@ public struct TestClockError: Error, CustomStringConvertible, Sendable {
             return """
                 TestClock: a task that the clock woke at \(self.now) has not come back out of its sleep within \
                 \(self.timeout) of real time: the actor or executor it needs is blocked. \(sleepers)
+                """
+        case .deadlock:
+            return """
+                TestClock: the operation given to run(timeout:_:) is deadlocked: its tasks wait for each other in \
+                a cycle, nothing sleeps on this clock, and moving the time cannot help. \(sleepers)
+                \(self.waitReport.map(\.description) ?? "")
                 """
         }
     }

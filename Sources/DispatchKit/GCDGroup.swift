@@ -194,13 +194,25 @@ public final class GCDGroup: Sendable {
     ///
     /// The name has no blocking overload, so it suspends wherever it is written, also in the top-level code of a
     /// `main.swift`, where `await group.wait()` picks the blocking ``wait(file:line:)`` and does not compile.
-    public func waitForAll() async {
+    ///
+    /// While it is suspended, the task shows in `WaitReport` as waiting for the group, with `file` and `line`.
+    ///
+    /// - Parameters:
+    ///   - file: Where the call is made, for `WaitReport`; leave the default.
+    ///   - line: Where the call is made, for `WaitReport`; leave the default.
+    public func waitForAll(file: StaticString = #fileID, line: UInt = #line) async {
+        var parked: TaskWaitEntry?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            parked = TaskWaits.begin(
+                on: self,
+                as: BlockingCall(api: "GCDGroup.waitForAll()", alternative: "", file: file, line: line)
+            )
             self.dispatchGroup.notify(queue: .global()) { continuation.resume() }
         }
+        if let parked { TaskWaits.end(parked) }
     }
 
-    /// Suspends the calling task until everything in the group has finished: the same as ``waitForAll()``.
+    /// Suspends the calling task until everything in the group has finished: the same as ``waitForAll(file:line:)``.
     ///
     /// In an `async` function this is the overload `await group.wait()` calls. In the top-level code of a `main.swift`
     /// that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write

@@ -326,17 +326,29 @@ public final class Queuer: Sendable {
     /// The name has no blocking overload, so it suspends wherever it is written, also in the top-level code of a
     /// `main.swift`, where `await queuer.waitUntilAllOperationsAreFinished()` picks the blocking
     /// ``waitUntilAllOperationsAreFinished(file:line:)`` and does not compile.
-    public func waitForAll() async {
+    ///
+    /// While it is suspended, the task shows in `WaitReport` as waiting for the Queuer, with `file` and `line`.
+    ///
+    /// - Parameters:
+    ///   - file: Where the call is made, for `WaitReport`; leave the default.
+    ///   - line: Where the call is made, for `WaitReport`; leave the default.
+    public func waitForAll(file: StaticString = #fileID, line: UInt = #line) async {
         let operations = self.queue.operations
         guard !operations.isEmpty else { return }
+        var parked: TaskWaitEntry?
         await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            parked = TaskWaits.begin(
+                on: self,
+                as: BlockingCall(api: "Queuer.waitForAll()", alternative: "", file: file, line: line)
+            )
             let finished = BlockOperation { continuation.resume() }
             for operation in operations { finished.addDependency(operation) }
             Self.waiters.addOperation(finished)
         }
+        if let parked { TaskWaits.end(parked) }
     }
 
-    /// Suspends the calling task until every operation added so far has finished: the same as ``waitForAll()``.
+    /// Suspends the calling task until every operation added so far has finished: the same as ``waitForAll(file:line:)``.
     ///
     /// In an `async` function this is the overload `await queuer.waitUntilAllOperationsAreFinished()` calls. In the
     /// top-level code of a `main.swift` that call picks the blocking ``waitUntilAllOperationsAreFinished(file:line:)``

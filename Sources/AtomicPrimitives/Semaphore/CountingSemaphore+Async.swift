@@ -10,23 +10,34 @@ extension CountingSemaphore {
     /// - Throws: `CancellationError` if the task is cancelled before it gets a resource; the call then holds no
     ///   resource, and no resource is lost. A task that is already cancelled throws at once. A resource granted before
     ///   the cancellation is kept, and the call returns normally: give it back with ``signal()``.
+    ///
+    /// A task that has to wait shows in ``WaitReport`` while it is suspended, with `file` and `line`.
+    ///
+    /// - Parameters:
+    ///   - file: Where the call is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the call is made, for ``WaitReport``; leave the default.
     @inlinable
-    public func acquire() async throws {
+    public func acquire(file: StaticString = #fileID, line: UInt = #line) async throws {
         // The common case, a free resource, is a plain call inlined into the caller: no async frame.
         if self.takeIfFreeForTask() { return }
-        try await self.waitInLine()
+        try await self.waitInLine(as: "CountingSemaphore.acquire()", file: file, line: line)
     }
 
-    /// Takes a resource, suspending the task until one is free: the same as ``acquire()``.
+    /// Takes a resource, suspending the task until one is free: the same as ``acquire(file:line:)``.
     ///
     /// In an `async` function this is the overload `try await semaphore.wait()` calls. In the top-level code of a
     /// `main.swift` that call picks the blocking ``wait(file:line:)`` instead, and does not compile: write
     /// `try await semaphore.acquire()` there.
     ///
-    /// - Throws: `CancellationError` if the task is cancelled before it gets a resource, as ``acquire()`` does.
+    /// It has no `file` and `line` of its own (they would make it the blocking form's twin in name): ``WaitReport``
+    /// shows where ``acquire(file:line:)`` is called, not where this is.
+    ///
+    /// - Throws: `CancellationError` if the task is cancelled before it gets a resource, as ``acquire(file:line:)``
+    ///   does.
     @inlinable
     public func wait() async throws {
-        try await self.acquire()
+        if self.takeIfFreeForTask() { return }
+        try await self.waitInLine(as: "CountingSemaphore.wait()", file: "", line: 0)
     }
 
     /// Takes a free resource for a task that is not cancelled; `false` if it must wait, or throw.
@@ -35,24 +46,29 @@ extension CountingSemaphore {
         !Task.isCancelled && self.takeIfFree()
     }
 
-    /// The rest of ``acquire()``: throws if the task is cancelled, waits in line otherwise.
+    /// The rest of ``acquire(file:line:)``: throws if the task is cancelled, waits in line otherwise, as `api`.
     @usableFromInline
-    func waitInLine() async throws {
-        if await self.take(timeout: nil) != .granted { throw CancellationError() }
+    func waitInLine(as api: StaticString, file: StaticString, line: UInt) async throws {
+        let call = BlockingCall(api: api, alternative: "", file: file, line: line)
+        if await self.take(timeout: nil, as: call) != .granted { throw CancellationError() }
     }
 
     /// Takes a resource, suspending the task until one is free or `timeout` has passed.
     ///
-    /// The time is measured on the continuous clock; ``wait(timeout:clock:)`` measures it on another. A wait that is
+    /// The time is measured on the continuous clock; ``wait(timeout:clock:file:line:)`` measures it on another. A wait that is
     /// granted a resource or cancelled before its deadline cancels its Dispatch timer at once: no timer outlives its
     /// wait.
     ///
-    /// - Parameter timeout: How long to wait at most. Zero or less (or less than a nanosecond) takes only a resource
-    ///   that is free right away; a duration too long to represent in nanoseconds (about 292 years or more, up to the
-    ///   largest `Duration`) waits without a limit.
+    /// - Parameters:
+    ///   - timeout: How long to wait at most. Zero or less (or less than a nanosecond) takes only a resource that is
+    ///     free right away; a duration too long to represent in nanoseconds (about 292 years or more, up to the
+    ///     largest `Duration`) waits without a limit.
+    ///   - file: Where the call is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the call is made, for ``WaitReport``; leave the default.
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
-    public func wait(timeout: Duration) async -> Bool {
-        await self.take(timeout: timeout) == .granted
+    public func wait(timeout: Duration, file: StaticString = #fileID, line: UInt = #line) async -> Bool {
+        let call = BlockingCall(api: "CountingSemaphore.wait(timeout:)", alternative: "", file: file, line: line)
+        return await self.take(timeout: timeout, as: call) == .granted
     }
 
     /// Takes a resource, suspending the task until one is free or `timeout` has passed on `clock`.
@@ -72,23 +88,31 @@ extension CountingSemaphore {
     ///
     /// A wait that ends early, granted a resource or cancelled, takes its timer with it: a granted wait never keeps a
     /// timer alive until its deadline. On the continuous and the suspending clock the timer is a Dispatch timer, as
-    /// in ``wait(timeout:)``. On another clock it is a task that sleeps on that clock until the deadline, cancelled
+    /// in ``wait(timeout:file:line:)``. On another clock it is a task that sleeps on that clock until the deadline, cancelled
     /// as the wait ends; the clock must end a cancelled sleep promptly, as `TestClock` does. (The standard clocks'
     /// own sleeps keep about 700 bytes each until their deadline when cancelled, which is why they get the Dispatch
     /// timer.)
     ///
     /// - Parameters:
-    ///   - timeout: How long to wait at most, by the same rules as ``wait(timeout:)``: zero or less (or less than a
+    ///   - timeout: How long to wait at most, by the same rules as ``wait(timeout:file:line:)``: zero or less (or less than a
     ///     nanosecond) takes only a resource that is free right away; a duration too long to represent in nanoseconds
     ///     waits without a limit, and sets no sleeper on `clock`.
     ///   - clock: The clock that measures `timeout`.
+    ///   - file: Where the call is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the call is made, for ``WaitReport``; leave the default.
     /// - Returns: `true` if a resource was taken; `false` if the time ran out, or the task was cancelled, first.
-    public func wait(timeout: Duration, clock: some Clock<Duration>) async -> Bool {
+    public func wait(
+        timeout: Duration,
+        clock: some Clock<Duration>,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) async -> Bool {
+        let call = BlockingCall(api: "CountingSemaphore.wait(timeout:clock:)", alternative: "", file: file, line: line)
         let outcome =
             if clock.isMeasuredByDispatch {
-                await self.take(timeout: timeout)
+                await self.take(timeout: timeout, as: call)
             } else {
-                await self.take(timeout: timeout, on: clock)
+                await self.take(timeout: timeout, on: clock, as: call)
             }
         return outcome == .granted
     }
@@ -96,7 +120,8 @@ extension CountingSemaphore {
     /// Takes a resource, runs `body`, and gives the resource back, also when `body` throws.
     ///
     /// The async counterpart of ``perform(file:line:_:)``: at most as many bodies run at once as the semaphore has resources,
-    /// and the waiting suspends instead of blocking a thread.
+    /// and the waiting suspends instead of blocking a thread. While `body` runs, ``WaitReport`` names the task as a
+    /// holder of the semaphore, taken at `file`:`line`.
     ///
     /// `body` runs inline, in the calling task, with the caller's isolation: it need not be `Sendable`, and from a
     /// `@MainActor` type or an actor it may touch that type's state, as `try await permits.withPermit { count += 1 }`
@@ -104,16 +129,26 @@ extension CountingSemaphore {
     ///
     /// - Parameters:
     ///   - isolation: The caller's actor, where `body` runs; inferred.
+    ///   - file: Where the call is made, for ``WaitReport``; leave the default.
+    ///   - line: Where the call is made, for ``WaitReport``; leave the default.
     ///   - body: Runs once a resource is taken.
     /// - Returns: What `body` returns.
     /// - Throws: `CancellationError` if the task is cancelled while it waits (then `body` does not run), or what
     ///   `body` throws.
     public func withPermit<Result>(
         isolation: isolated (any Actor)? = #isolation,
+        file: StaticString = #fileID,
+        line: UInt = #line,
         _ body: () async throws -> Result
     ) async throws -> Result {
-        try await self.acquire()
-        defer { self.signal() }
+        if !self.takeIfFreeForTask() {
+            try await self.waitInLine(as: "CountingSemaphore.withPermit(_:)", file: file, line: line)
+        }
+        let hold = TaskWaits.hold(self, file: file, line: line)
+        defer {
+            TaskWaits.unhold(hold)
+            self.signal()
+        }
         return try await body()
     }
 
@@ -128,11 +163,11 @@ extension CountingSemaphore {
 
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
     /// `timeout` on the continuous clock, or without a limit if it is `nil`.
-    private func take(timeout: Duration?) async -> SemaphoreWaiter.State {
+    private func take(timeout: Duration?, as call: BlockingCall) async -> SemaphoreWaiter.State {
         let deadline = timeout.map { Deadline(after: $0) } ?? .never
         if let outcome = self.outcomeWithoutQueueing(deadline: deadline) { return outcome }
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: deadline != .never)
-        return await self.queue(waiter, timerAt: deadline)
+        return await self.queue(waiter, timerAt: deadline, as: call)
     }
 
     /// Takes a resource for a task: at once if one is free, otherwise after a place in the line, for at most
@@ -141,15 +176,19 @@ extension CountingSemaphore {
     /// The deadline is a task that sleeps on `clock` and then takes the waiter out of the line as timed out. It holds
     /// the waiter but not the semaphore, and is cancelled as soon as the wait ends, whichever way. A timeout too long
     /// to represent has no sleeper: the wait has no limit.
-    private func take(timeout: Duration, on clock: some Clock<Duration>) async -> SemaphoreWaiter.State {
+    private func take(
+        timeout: Duration,
+        on clock: some Clock<Duration>,
+        as call: BlockingCall
+    ) async -> SemaphoreWaiter.State {
         let span = Deadline.Span(timeout)
         if let outcome = self.outcomeWithoutQueueing(deadline: Deadline(after: span)) { return outcome }
         guard span != .unlimited else {
-            return await self.queue(SemaphoreWaiter(state: .arriving), timerAt: .never)
+            return await self.queue(SemaphoreWaiter(state: .arriving), timerAt: .never, as: call)
         }
         let deadline = clock.now.advanced(by: timeout)
         let waiter = SemaphoreWaiter(state: .arriving, hasDeadline: true)
-        return await self.queue(waiter, timerAt: .never) {
+        return await self.queue(waiter, timerAt: .never, as: call) {
             Task { [weak self] in
                 do { try await clock.sleep(until: deadline, tolerance: nil) } catch { return }
                 self?.leave(waiter, as: .timedOut)
@@ -159,9 +198,12 @@ extension CountingSemaphore {
 
     /// Suspends until `waiter` leaves the line: granted, cancelled, or timed out by its Dispatch timer (at
     /// `deadline`; none for never) or by the sleeper that `makeSleeper` starts.
+    ///
+    /// Once in the line, the task's wait is recorded for ``WaitReport`` as `call`, until it resumes.
     private func queue(
         _ waiter: SemaphoreWaiter,
         timerAt deadline: Deadline,
+        as call: BlockingCall,
         sleeper makeSleeper: (() -> Task<Void, Never>)? = nil
     ) async -> SemaphoreWaiter.State {
         await withTaskCancellationHandler {
@@ -171,10 +213,15 @@ extension CountingSemaphore {
             // Whoever takes the waiter out of the line cancels its sleeper, at once (a `signal()` that grants it,
             // too); this covers a wait that ended on its way to the line.
             defer { sleeper?.cancel() }
+            var parked: TaskWaitEntry?
             let state = await withUnsafeContinuation { continuation in
-                self.enqueue(waiter, continuation: continuation, deadline: deadline)
+                if self.enqueue(waiter, continuation: continuation, deadline: deadline) {
+                    // A wait with a deadline is not parked for a scope: its timer or sleeper can end it.
+                    parked = TaskWaits.begin(on: self, as: call, parks: deadline == .never && makeSleeper == nil)
+                }
             }
             waiter.observeEnding()
+            if let parked { TaskWaits.end(parked) }
             return state
         } onCancel: {
             self.leave(waiter, as: .cancelled)
@@ -200,11 +247,13 @@ extension CountingSemaphore {
 
     /// Puts `waiter` in the line, with a timer that takes it out at `deadline` (or its sleeper, which does the same
     /// on another clock), unless it is granted a resource or cancelled on its way.
+    ///
+    /// - Returns: Whether it joined the line (and the task suspends); `false` if its wait has ended.
     private func enqueue(
         _ waiter: SemaphoreWaiter,
         continuation: UnsafeContinuation<SemaphoreWaiter.State, Never>,
         deadline: Deadline
-    ) {
+    ) -> Bool {
         // Made before the lock is taken: the lock guards only the line.
         let timer = deadline == .never ? nil : self.makeTimer(for: waiter, firingAt: deadline.dispatchTime)
         self.core.lock(onReentry: { CountingSemaphore.trapReentry() })
@@ -222,7 +271,7 @@ extension CountingSemaphore {
             // before its release.
             timer?.cancel()
             timer?.activate()
-            return
+            return false
         }
         waiter.continuation = continuation
         waiter.timer = timer
@@ -233,6 +282,7 @@ extension CountingSemaphore {
         // and scripts/tsan.supp names the runtime's own report.
         timer?.activate()
         self.core.unlock()
+        return true
     }
 
     /// A timer on a global queue that takes `waiter` out of the line as timed out at `deadline`.

@@ -32,8 +32,8 @@ import Dispatch
 ///
 /// ### From async code
 ///
-/// Tasks wait without blocking a thread: ``acquire()`` suspends and throws `CancellationError` when its task is
-/// cancelled, ``wait(timeout:)`` gives up after a `Duration`, and ``withPermit(isolation:_:)`` runs a body under a
+/// Tasks wait without blocking a thread: ``acquire(file:line:)`` suspends and throws `CancellationError` when its task is
+/// cancelled, ``wait(timeout:file:line:)`` gives up after a `Duration`, and ``withPermit(isolation:file:line:_:)`` runs a body under a
 /// resource. Blocked threads and suspended tasks wait in one line, and each `signal()` hands its resource to the
 /// oldest waiter, whichever kind it is: nobody overtakes, and a cancellation or timeout racing a signal either
 /// leaves with the resource or leaves it to the next waiter, never loses or duplicates it.

@@ -69,7 +69,8 @@ public struct WaitReport: Sendable, CustomStringConvertible {
 
     /// One look at the records: the waits, and the cycles among them.
     private static func snapshot() -> (waits: [Wait], cycles: [[Wait]]) {
-        let threads = WaitRecords.threads()
+        // Threads from their own records, tasks from the task registry: one list of waiters for the graph.
+        let threads = WaitRecords.threads() + TaskWaits.tasks()
         let now = DispatchTime.now().uptimeNanoseconds
         var waiters: [UInt: Waiter] = [:]
         for thread in threads { waiters[thread.waiter.id] = thread.waiter }

@@ -327,6 +327,7 @@ final class TurnEngine: @unchecked Sendable {
         if Task.isCancelled { return .cancelled }
         if self.tryAcquire() { return .acquired }
         let id = self.lock.withLock { self.machine.nextID() }
+        var parked: TaskWaitEntry?
         let acquisition = await withTaskCancellationHandler {
             await withUnsafeContinuation { (continuation: UnsafeContinuation<Acquisition, Never>) in
                 let waiter: Waiter
@@ -345,13 +346,18 @@ final class TurnEngine: @unchecked Sendable {
                     case .queued: return nil
                     }
                 }
-                if let immediate { continuation.resume(returning: immediate) }
+                if let immediate {
+                    continuation.resume(returning: immediate)
+                } else {
+                    parked = TaskWaits.begin(on: self, as: Self.suspendCall(priority))
+                }
             }
         } onCancel: {
             if case .resumeCancelled(let waiter) = self.lock.withLock({ self.machine.cancelled(id: id) }) {
                 waiter.resumeCancelled()
             }
         }
+        if let parked { TaskWaits.end(parked) }
         switch acquisition {
         case .acquired: self.tookTurnOver()
         // Pairs with the releaser's publishing it, before the caller reads the result.
@@ -359,6 +365,16 @@ final class TurnEngine: @unchecked Sendable {
         case .cancelled, .valueDestroyed: break
         }
         return acquisition
+    }
+
+    /// How the wait report names a `suspend` command's wait for the turn at `priority`; its site is not known.
+    private static func suspendCall(_ priority: CommandPriority) -> BlockingCall {
+        let api: StaticString =
+            switch priority {
+            case .highest: "QueueSafeValue.suspend.highestPriority"
+            case .lowest: "QueueSafeValue.suspend.lowestPriority"
+            }
+        return BlockingCall(api: api, alternative: "", file: "", line: 0)
     }
 
     // MARK: Giving the turn back
