@@ -1,24 +1,46 @@
 #define _GNU_SOURCE
 #include "ConcurrencyKitCShims.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <fcntl.h>
-#include <stdio.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
 #endif
 
-_Thread_local ck_wait_thread *ck_wait_current;
+/// One thread's record, linked into the process's list from its first wait until the thread exits.
+typedef struct ck_wait_thread {
+    struct ck_wait_thread *previous;
+    struct ck_wait_thread *next;
+    uintptr_t thread;
+    uint64_t kernelThread;
+    /// Whether the fields below hold a wait; written by the owner, read by a report.
+    _Atomic int active;
+    /// Whether a report reads the wait now: the owner does not end its wait until it is clear.
+    _Atomic int pinned;
+    _Atomic uintptr_t object;
+    _Atomic uintptr_t api;
+    _Atomic intptr_t apiCount;
+    _Atomic uintptr_t file;
+    _Atomic intptr_t fileCount;
+    _Atomic uintptr_t line;
+    _Atomic uint64_t since;
+} ck_wait_thread;
+
+static _Thread_local ck_wait_thread *ck_wait_current;
 static pthread_key_t ck_wait_key;
 static pthread_once_t ck_wait_key_once = PTHREAD_ONCE_INIT;
-/// Guards the list, and keeps every record in it alive while a report visits it.
+/// Guards the list's links, and keeps every record in it alive while a report visits it. A visit holds it only to
+/// copy each waiting thread's fields: a thread's first wait, and its exit, wait at most that long.
 static pthread_mutex_t ck_wait_list_lock = PTHREAD_MUTEX_INITIALIZER;
 static ck_wait_thread *ck_wait_list;
+/// One report at a time: a pin is a flag, not a count.
+static pthread_mutex_t ck_wait_report_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void ck_wait_free_thread(void *value) {
     ck_wait_thread *thread = value;
@@ -40,6 +62,84 @@ static void ck_wait_free_thread(void *value) {
 
 static void ck_wait_make_key(void) {
     pthread_key_create(&ck_wait_key, ck_wait_free_thread);
+}
+
+static ck_wait_thread *ck_wait_make_thread(void) {
+    pthread_once(&ck_wait_key_once, ck_wait_make_key);
+    ck_wait_thread *thread = calloc(1, sizeof(ck_wait_thread));
+    if (thread == NULL) {
+        abort();
+    }
+    thread->thread = (uintptr_t)pthread_self();
+#if defined(__linux__)
+    thread->kernelThread = (uint64_t)syscall(SYS_gettid);
+#endif
+    // The key's destructor unlinks and frees the record when the thread exits.
+    pthread_setspecific(ck_wait_key, thread);
+    pthread_mutex_lock(&ck_wait_list_lock);
+    thread->next = ck_wait_list;
+    if (ck_wait_list != NULL) {
+        ck_wait_list->previous = thread;
+    }
+    ck_wait_list = thread;
+    pthread_mutex_unlock(&ck_wait_list_lock);
+    ck_wait_current = thread;
+    return thread;
+}
+
+void ck_wait_begin(const ck_wait_entry *entry) {
+    ck_wait_thread *thread = ck_wait_current;
+    if (thread == NULL) {
+        thread = ck_wait_make_thread();
+    }
+    atomic_store_explicit(&thread->object, (uintptr_t)entry->object, memory_order_relaxed);
+    atomic_store_explicit(&thread->api, (uintptr_t)entry->api, memory_order_relaxed);
+    atomic_store_explicit(&thread->apiCount, entry->apiCount, memory_order_relaxed);
+    atomic_store_explicit(&thread->file, (uintptr_t)entry->file, memory_order_relaxed);
+    atomic_store_explicit(&thread->fileCount, entry->fileCount, memory_order_relaxed);
+    atomic_store_explicit(&thread->line, entry->line, memory_order_relaxed);
+    atomic_store_explicit(&thread->since, entry->since, memory_order_relaxed);
+    // Publishes the fields: a report that sees `active` sees them.
+    atomic_store_explicit(&thread->active, 1, memory_order_release);
+}
+
+void ck_wait_end(void) {
+    ck_wait_thread *thread = ck_wait_current;
+    if (thread == NULL) {
+        return;
+    }
+    // With the report's pin, a Dekker pair in one total order: either the report sees the wait ended and reads
+    // nothing, or this thread sees the pin and waits until the report has copied the wait and retained its object.
+    atomic_store_explicit(&thread->active, 0, memory_order_seq_cst);
+    while (atomic_load_explicit(&thread->pinned, memory_order_seq_cst) != 0) {
+        sched_yield();
+    }
+}
+
+void ck_wait_visit(void *context, ck_wait_visitor visitor) {
+    pthread_mutex_lock(&ck_wait_report_lock);
+    pthread_mutex_lock(&ck_wait_list_lock);
+    for (ck_wait_thread *thread = ck_wait_list; thread != NULL; thread = thread->next) {
+        if (atomic_load_explicit(&thread->active, memory_order_relaxed) == 0) {
+            continue;
+        }
+        atomic_store_explicit(&thread->pinned, 1, memory_order_seq_cst);
+        if (atomic_load_explicit(&thread->active, memory_order_seq_cst) != 0) {
+            ck_wait_entry wait = {
+                .object = (const void *)atomic_load_explicit(&thread->object, memory_order_relaxed),
+                .api = (const uint8_t *)atomic_load_explicit(&thread->api, memory_order_relaxed),
+                .apiCount = atomic_load_explicit(&thread->apiCount, memory_order_relaxed),
+                .file = (const uint8_t *)atomic_load_explicit(&thread->file, memory_order_relaxed),
+                .fileCount = atomic_load_explicit(&thread->fileCount, memory_order_relaxed),
+                .line = atomic_load_explicit(&thread->line, memory_order_relaxed),
+                .since = atomic_load_explicit(&thread->since, memory_order_relaxed),
+            };
+            visitor(context, thread->thread, thread->kernelThread, &wait);
+        }
+        atomic_store_explicit(&thread->pinned, 0, memory_order_release);
+    }
+    pthread_mutex_unlock(&ck_wait_list_lock);
+    pthread_mutex_unlock(&ck_wait_report_lock);
 }
 
 bool ck_wait_thread_name(uint64_t kernelThread, char *buffer, size_t size) {
@@ -67,107 +167,4 @@ bool ck_wait_thread_name(uint64_t kernelThread, char *buffer, size_t size) {
     (void)size;
     return false;
 #endif
-}
-
-uintptr_t ck_wait_thread_id(void) {
-    return (uintptr_t)pthread_self();
-}
-
-ck_wait_thread *ck_wait_make_thread(void) {
-    pthread_once(&ck_wait_key_once, ck_wait_make_key);
-    ck_wait_thread *thread = calloc(1, sizeof(ck_wait_thread));
-    if (thread == NULL) {
-        abort();
-    }
-    thread->thread = ck_wait_thread_id();
-#if defined(__linux__)
-    thread->kernelThread = (uint64_t)syscall(SYS_gettid);
-#endif
-    // The key's destructor unlinks and frees the record when the thread exits.
-    pthread_setspecific(ck_wait_key, thread);
-    pthread_mutex_lock(&ck_wait_list_lock);
-    thread->next = ck_wait_list;
-    if (ck_wait_list != NULL) {
-        ck_wait_list->previous = thread;
-    }
-    ck_wait_list = thread;
-    pthread_mutex_unlock(&ck_wait_list_lock);
-    ck_wait_current = thread;
-    return thread;
-}
-
-void ck_wait_begin(const ck_wait_entry *entry) {
-    ck_wait_thread *thread = ck_wait_self();
-    atomic_store_explicit(&thread->kind, entry->kind, memory_order_relaxed);
-    atomic_store_explicit(&thread->object, (uintptr_t)entry->object, memory_order_relaxed);
-    atomic_store_explicit(&thread->api, (uintptr_t)entry->api, memory_order_relaxed);
-    atomic_store_explicit(&thread->apiCount, entry->apiCount, memory_order_relaxed);
-    atomic_store_explicit(&thread->file, (uintptr_t)entry->file, memory_order_relaxed);
-    atomic_store_explicit(&thread->fileCount, entry->fileCount, memory_order_relaxed);
-    atomic_store_explicit(&thread->line, entry->line, memory_order_relaxed);
-    atomic_store_explicit(&thread->since, entry->since, memory_order_relaxed);
-    // Publishes the fields: a report that sees `active` sees them.
-    atomic_store_explicit(&thread->active, 1, memory_order_release);
-}
-
-void ck_wait_end(void) {
-    ck_wait_thread *thread = ck_wait_current;
-    if (thread == NULL) {
-        return;
-    }
-    // With the report's pin, a Dekker pair in one total order: either the report sees the wait ended and reads
-    // nothing, or this thread sees the pin and waits until the report has read the wait, whose object it keeps alive.
-    atomic_store_explicit(&thread->active, 0, memory_order_seq_cst);
-    while (atomic_load_explicit(&thread->pinned, memory_order_seq_cst) != 0) {
-        sched_yield();
-    }
-}
-
-/// Copies `thread`'s held resources as of one moment into `held`; returns how many.
-static intptr_t ck_wait_copy_held(ck_wait_thread *thread, ck_wait_held *held) {
-    while (1) {
-        uint64_t before = atomic_load_explicit(&thread->heldSequence, memory_order_acquire);
-        if ((before & 1) != 0) {
-            sched_yield();
-            continue;
-        }
-        intptr_t count = atomic_load_explicit(&thread->heldCount, memory_order_relaxed);
-        for (intptr_t index = 0; index < count; index++) {
-            ck_held_slot *slot = &thread->held[index];
-            held[index].resource = atomic_load_explicit(&slot->resource, memory_order_relaxed);
-            held[index].file = (const uint8_t *)atomic_load_explicit(&slot->file, memory_order_relaxed);
-            held[index].fileCount = atomic_load_explicit(&slot->fileCount, memory_order_relaxed);
-            held[index].line = atomic_load_explicit(&slot->line, memory_order_relaxed);
-        }
-        atomic_thread_fence(memory_order_acquire);
-        if (atomic_load_explicit(&thread->heldSequence, memory_order_relaxed) == before) {
-            return count;
-        }
-    }
-}
-
-void ck_wait_visit(void *context, ck_wait_visitor visitor) {
-    pthread_mutex_lock(&ck_wait_list_lock);
-    for (ck_wait_thread *thread = ck_wait_list; thread != NULL; thread = thread->next) {
-        ck_wait_held held[CK_HELD_SLOTS];
-        intptr_t heldCount = ck_wait_copy_held(thread, held);
-        atomic_store_explicit(&thread->pinned, 1, memory_order_seq_cst);
-        if (atomic_load_explicit(&thread->active, memory_order_seq_cst) != 0) {
-            ck_wait_entry wait = {
-                .kind = atomic_load_explicit(&thread->kind, memory_order_relaxed),
-                .object = (const void *)atomic_load_explicit(&thread->object, memory_order_relaxed),
-                .api = (const uint8_t *)atomic_load_explicit(&thread->api, memory_order_relaxed),
-                .apiCount = atomic_load_explicit(&thread->apiCount, memory_order_relaxed),
-                .file = (const uint8_t *)atomic_load_explicit(&thread->file, memory_order_relaxed),
-                .fileCount = atomic_load_explicit(&thread->fileCount, memory_order_relaxed),
-                .line = atomic_load_explicit(&thread->line, memory_order_relaxed),
-                .since = atomic_load_explicit(&thread->since, memory_order_relaxed),
-            };
-            visitor(context, thread->thread, thread->kernelThread, &wait, held, heldCount);
-        } else if (heldCount > 0) {
-            visitor(context, thread->thread, thread->kernelThread, NULL, held, heldCount);
-        }
-        atomic_store_explicit(&thread->pinned, 0, memory_order_release);
-    }
-    pthread_mutex_unlock(&ck_wait_list_lock);
 }

@@ -7,7 +7,7 @@ import Testing
 
 /// How the report names `resource`.
 private func identity(of resource: AnyObject) -> UInt {
-    UInt(bitPattern: ObjectIdentifier(resource).hashValue)
+    UInt(bitPattern: Unmanaged.passUnretained(resource).toOpaque())
 }
 
 /// The first report with a wait on `resource` that `accept` takes; `nil` if none came within the patience.

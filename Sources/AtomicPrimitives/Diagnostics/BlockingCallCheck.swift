@@ -85,20 +85,17 @@ package enum BlockingCallCheck {
     ///   - wait: The part that parks.
     /// - Returns: What `wait` returns.
     package static func blocking<Result>(_ call: BlockingCall, on target: AnyObject?, _ wait: () -> Result) -> Result {
-        guard let target else { return Self.checked(call, wait) }
-        return WaitRecords.whileParked(on: target, as: call) { Self.checked(call, wait) }
-    }
-
-    /// The checks of ``blocking(_:_:)`` around `wait`.
-    private static func checked<Result>(_ call: BlockingCall, _ wait: () -> Result) -> Result {
         Self.warnIfInsideTask(api: call.api, alternative: call.alternative, file: call.file, line: call.line)
         return MainQueueDoctor.whileBlocking(
             api: call.api,
             alternative: call.alternative,
             file: call.file,
-            line: call.line,
-            wait
-        )
+            line: call.line
+        ) {
+            // Recorded around the wait alone: the checks above may wait on locks of their own, each its own record.
+            guard let target else { return wait() }
+            return WaitRecords.whileParked(on: target, as: call, wait)
+        }
     }
 
     /// Whether the calling code runs inside a Swift concurrency task.

@@ -151,10 +151,11 @@ package struct LockCore: ~Copyable {
 
     /// The owner and where it took the mutex, as the wait report reads them from another thread; no holder if free.
     package var waitHolding: WaitHolding {
-        let owner = self.owner.pointee.load(ordering: .relaxed)
+        // The site is written before the owner: a site read between two equal reads of the owner is that owner's.
+        let owner = self.owner.pointee.load(ordering: .acquiring)
         let site = self.ownerSite.pointee.load(ordering: .relaxed)
-        guard owner != 0 else { return WaitHolding() }
-        return WaitHolding(holders: [(owner, site)])
+        guard owner != 0, self.owner.pointee.load(ordering: .relaxed) == owner else { return WaitHolding() }
+        return WaitHolding(holders: [.init(id: owner, site: site)])
     }
 
     /// Where the payload of type `Payload` lives in the block.
@@ -247,8 +248,8 @@ package struct LockCore: ~Copyable {
         if CLibrary.tryLock(self.mutex) != 0 {
             self.lockWaiting(file: file, line: line, reporting: waiting)
         }
-        self.owner.pointee.store(thread, ordering: .relaxed)
         self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.owner.pointee.store(thread, ordering: .releasing)
     }
 
     /// The mutex is taken: waits for it, recorded for the wait report if `waiting` says as what.
@@ -278,8 +279,8 @@ package struct LockCore: ~Copyable {
             precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return false
         }
-        self.owner.pointee.store(currentThreadID(), ordering: .relaxed)
         self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.owner.pointee.store(currentThreadID(), ordering: .releasing)
         #if DEBUG
         if self.observerSerial != 0, LockOrderChecking.isOn {
             LockOrderChecker.didAcquire(self.observer, file: file, line: line)

@@ -144,9 +144,9 @@ extension CountingSemaphore {
         if !self.takeIfFreeForTask() {
             try await self.waitInLine(as: "CountingSemaphore.withPermit(_:)", file: file, line: line)
         }
-        let hold = TaskWaits.hold(self, file: file, line: line)
+        let holder = self.noteHolder(TaskWaits.currentTask | 1, file: file, line: line)
         defer {
-            TaskWaits.unhold(hold)
+            self.clearHolder(holder)
             self.signal()
         }
         return try await body()

@@ -1,4 +1,5 @@
 import Dispatch
+import Synchronization
 
 /// A counting semaphore: a number of resources that threads take with ``wait(file:line:)`` and give back with ``signal()``.
 ///
@@ -72,6 +73,18 @@ public final class CountingSemaphore {
     // `line`, `count` is `queued` (see ``SemaphoreCount``).
     var line = SemaphoreWaiterLine()
 
+    /// Who is inside ``perform(file:line:_:)`` or `withPermit` of a semaphore made with one resource.
+    ///
+    /// A thread's ``currentThreadID()``, or a task's identity with its lowest bit set; 0 for nobody. For ``WaitReport``, which
+    /// names the holder of a lock-like semaphore as it names a lock's owner. Written with relaxed stores, as a lock's
+    /// owner is: a semaphore with more resources, or one given more by extra signals, has no one holder to name, and
+    /// the report names the first it finds or none.
+    let holder = Atomic<UInt>(0)
+    /// Where ``holder`` took the resource, a ``PackedSite``; written before `holder`.
+    let holderSite = Atomic<UInt>(0)
+    /// Whether the semaphore was made with one resource, and keeps ``holder``.
+    let keepsHolder: Bool
+
     /// The name given at `init`, for ``WaitReport``; `nil` for none.
     public let name: String?
     /// Where the semaphore was made, a ``PackedSite``, for ``WaitReport``.
@@ -91,6 +104,7 @@ public final class CountingSemaphore {
             "CountingSemaphore: resources must be 0 or more, got \(kind.resources) (from \(kind))"
         )
         self.count = SemaphoreCount(resources: kind.resources)
+        self.keepsHolder = kind.resources == 1
         self.name = name
         self.madeAt = PackedSite.pack(file: file, line: line)
     }
@@ -271,14 +285,28 @@ public final class CountingSemaphore {
             line: line
         )
         _ = self.wait(until: .never, as: call)
-        // The permit is this thread's until `body` returns: the wait report names it as a holder.
-        let identity = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
-        WaitRecords.hold(identity, file: file, line: line)
+        let holder = self.noteHolder(currentThreadID(), file: file, line: line)
         defer {
-            WaitRecords.unhold(identity)
+            self.clearHolder(holder)
             self.signal()
         }
         return try body()
+    }
+
+    /// Records `id` as the one holder of a one-resource semaphore, taken at `file`:`line`; returns what to pass to
+    /// ``clearHolder(_:)``: 0 if the semaphore keeps no holder.
+    @inline(__always)
+    func noteHolder(_ id: UInt, file: StaticString, line: UInt) -> UInt {
+        guard self.keepsHolder else { return 0 }
+        self.holderSite.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.holder.store(id, ordering: .releasing)
+        return id
+    }
+
+    /// Clears the holder that ``noteHolder(_:file:line:)`` recorded, unless another has replaced it since.
+    @inline(__always)
+    func clearHolder(_ id: UInt) {
+        if id != 0 && self.holder.load(ordering: .relaxed) == id { self.holder.store(0, ordering: .relaxed) }
     }
 
     /// How many threads and tasks wait in line right now; for tests that need to know a waiter is parked.
@@ -370,7 +398,17 @@ extension CountingSemaphore: WaitTarget {
         )
     }
 
+    /// The one holder of a one-resource semaphore, if it is inside `perform` or `withPermit`.
     package var waitHolding: WaitHolding {
-        WaitHolding(state: self.count.waitDescription)
+        // The site is written before the holder: a site read between two equal reads of the holder is its own.
+        let holder = self.holder.load(ordering: .acquiring)
+        let site = self.holderSite.load(ordering: .relaxed)
+        guard holder != 0, self.holder.load(ordering: .relaxed) == holder else {
+            return WaitHolding(state: self.count.waitDescription)
+        }
+        return WaitHolding(
+            holders: [.init(id: holder & ~1, isTask: holder & 1 != 0, site: site)],
+            state: self.count.waitDescription
+        )
     }
 }

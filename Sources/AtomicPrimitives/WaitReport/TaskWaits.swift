@@ -1,13 +1,12 @@
 import Dispatch
 
-/// Where the package's async waits record the tasks they suspend, and the resources tasks hold, for ``WaitReport``.
+/// Where the package's async waits record the tasks they suspend, for ``WaitReport``.
 ///
 /// A task has no record of its own that another thread could read, as a thread has (``WaitRecords``), so its waits
 /// and holds are entries in one registry: a list under a lock, an entry linked in when a task suspends in a wait (at
 /// the point where it is known to suspend, never on a path that returns without suspending) and unlinked when it
-/// resumes, whichever way: granted, cancelled or timed out. A hold is linked in while a task is inside a scope that
-/// holds a resource (a semaphore's `withPermit`). Each entry costs one allocation and one short critical section to
-/// link, one to unlink.
+/// resumes, whichever way: granted, cancelled or timed out. Each entry costs one allocation and one short critical
+/// section to link, one to unlink: on a path that suspends anyway.
 ///
 /// A task that suspends inside a ``TaskWaitScope`` (a `TestClock.run`) also counts itself in that scope while it is
 /// parked, so that the scope's owner can tell when everything in it waits.
@@ -55,56 +54,24 @@ package enum TaskWaits {
         entry.scope?.unparked(entry)
     }
 
-    /// Records that the calling task holds `resource`, taken at `file`:`line`; end it with ``unhold(_:)``.
-    package static func hold(_ resource: AnyObject, file: StaticString, line: UInt) -> TaskWaitEntry {
-        let entry = TaskWaitEntry(
-            task: Self.currentTask,
-            target: nil,
-            resource: WaitRecords.identity(of: resource),
-            call: BlockingCall(api: "", alternative: "", file: file, line: line),
-            state: nil,
-            scope: nil
-        )
-        Self.registry.link(entry)
-        return entry
-    }
-
-    /// Records that the hold of `entry` has ended.
-    package static func unhold(_ entry: TaskWaitEntry) {
-        Self.registry.unlink(entry)
-    }
-
-    /// How many waits and holds are recorded now on the resource whose identity (``WaitReport/Resource/identity``)
+    /// How many waits are recorded now on the resource whose identity (``WaitReport/Resource/identity``)
     /// is `resource`.
     package static func count(on resource: UInt) -> Int {
         Self.registry.withEntries { entries in entries.count { $0.resource == resource } }
     }
 
-    /// Every task that waits or holds something now, as the report reads threads.
+    /// Every task that waits now, as the report reads threads.
     static func tasks() -> [WaitRecords.ThreadRecord] {
-        Self.registry.withEntries { entries in
-            var byTask: [UInt: WaitRecords.ThreadRecord] = [:]
-            var order: [UInt] = []
-            for entry in entries {
-                if byTask[entry.task] == nil {
-                    order.append(entry.task)
-                    byTask[entry.task] = WaitRecords.ThreadRecord(
-                        waiter: WaitReport.Waiter(kind: .task, id: entry.task),
-                        wait: nil,
-                        held: []
-                    )
-                }
-                if let target = entry.target {
-                    byTask[entry.task]?.wait = Self.record(of: entry, on: target)
-                } else {
-                    byTask[entry.task]?.held.append((entry.resource, Self.site(of: entry.call)))
-                }
-            }
-            return order.compactMap { byTask[$0] }
+        // The entries keep their targets alive: they are asked about themselves after the lock is released.
+        Self.registry.withEntries { $0 }.map { entry in
+            WaitRecords.ThreadRecord(
+                waiter: WaitReport.Waiter(kind: .task, id: entry.task),
+                wait: Self.record(of: entry, on: entry.target)
+            )
         }
     }
 
-    /// The report's view of the wait of `entry`, asked of its target while the registry's lock keeps it linked.
+    /// The report's view of the wait of `entry`, asked of its target, which the entry keeps alive.
     private static func record(of entry: TaskWaitEntry, on target: AnyObject) -> WaitRecords.WaitRecord {
         let resource: WaitReport.Resource
         var holding = WaitHolding()
@@ -138,11 +105,11 @@ package enum TaskWaits {
     private static let registry = TaskWaitRegistry()
 }
 
-/// One task's wait, or one resource it holds, linked into the registry of ``TaskWaits``.
+/// One task's wait, linked into the registry of ``TaskWaits``.
 package final class TaskWaitEntry {
     let task: UInt
-    /// What a wait waits on; `nil` for a hold.
-    let target: AnyObject?
+    /// What the task waits on.
+    let target: AnyObject
     let resource: UInt
     let call: BlockingCall
     let state: String?
@@ -152,7 +119,7 @@ package final class TaskWaitEntry {
     var previous: TaskWaitEntry?
     var next: TaskWaitEntry?
 
-    init(task: UInt, target: AnyObject?, resource: UInt, call: BlockingCall, state: String?, scope: TaskWaitScope?) {
+    init(task: UInt, target: AnyObject, resource: UInt, call: BlockingCall, state: String?, scope: TaskWaitScope?) {
         self.task = task
         self.target = target
         self.resource = resource

@@ -55,30 +55,15 @@ package enum WaitRecords {
         ck_wait_end()
     }
 
-    /// Records that the calling thread holds the resource `identity` (``identity(of:)``), taken at `file`:`line`.
-    ///
-    /// For holders the resource does not record itself (a semaphore's permit taken by `perform`). Pair it with
-    /// ``unhold(_:)`` on the same thread. A few plain stores into the thread's own record, inlined from C.
-    package static func hold(_ identity: UInt, file: StaticString, line: UInt) {
-        ck_wait_hold(identity, file.utf8Start, file.utf8CodeUnitCount, line)
-    }
-
-    /// Records that the calling thread no longer holds the resource `identity`.
-    package static func unhold(_ identity: UInt) {
-        ck_wait_unhold(identity)
-    }
-
     /// How records name a resource: its object's address.
     package static func identity(of resource: AnyObject) -> UInt {
         UInt(bitPattern: Unmanaged.passUnretained(resource).toOpaque())
     }
 
-    /// One thread as the records show it at one moment.
+    /// One thread or task as the records show it at one moment.
     struct ThreadRecord {
         var waiter: WaitReport.Waiter
-        var wait: WaitRecord?
-        /// What it holds that only its own records know: the resource's identity, and where it took it.
-        var held: [(resource: UInt, site: String?)]
+        var wait: WaitRecord
     }
 
     /// One thread's wait as the records show it.
@@ -90,52 +75,64 @@ package enum WaitRecords {
         var holding: WaitHolding
     }
 
-    /// Every recorded thread that waits or holds something now.
+    /// One waiting thread's record as a visit copies it: the target retained, and its holders, read while the thread
+    /// could not leave the wait (so a holder is never the waiter itself, nor one from after the wait).
+    private struct Copied {
+        var thread: UInt
+        var kernelThread: UInt64
+        var entry: ck_wait_entry
+        var target: Unmanaged<AnyObject>
+        var holding: WaitHolding?
+    }
+
+    /// Every recorded thread that waits now.
+    ///
+    /// The visit only copies each waiting thread's record, retains its target and reads its holders (atomic loads),
+    /// while that thread is held in its wait; the targets are described, and the threads' names read, after the visit
+    /// has let every thread go.
     static func threads() -> [ThreadRecord] {
         final class Collector {
-            var threads: [ThreadRecord] = []
+            var copied: [Copied] = []
         }
         let collector = Collector()
+        collector.copied.reserveCapacity(16)
         withExtendedLifetime(collector) {
-            ck_wait_visit(Unmanaged.passUnretained(collector).toOpaque()) {
-                context,
-                thread,
-                kernel,
-                wait,
-                held,
-                count in
+            ck_wait_visit(Unmanaged.passUnretained(collector).toOpaque()) { context, thread, kernel, wait in
                 let collector = Unmanaged<Collector>.fromOpaque(context!).takeUnretainedValue()
-                let waiter = WaitReport.Waiter(
-                    kind: .thread,
-                    id: UInt(thread),
-                    kernelThreadID: kernel,
-                    name: WaitRecords.name(ofThread: kernel)
-                )
-                let heldList = (0..<count).map { index in
-                    let entry = held[index]
-                    return (
-                        resource: UInt(entry.resource), site: WaitRecords.site(entry.file, entry.fileCount, entry.line)
-                    )
-                }
-                collector.threads.append(
-                    ThreadRecord(waiter: waiter, wait: wait.flatMap { WaitRecords.record($0.pointee) }, held: heldList)
+                let entry = wait.pointee
+                guard let object = entry.object else { return }
+                let target = Unmanaged<AnyObject>.fromOpaque(object).retain()
+                // Atomic loads only (``WaitTarget``'s rule): the thread waits for this to end.
+                let holding = (target.takeUnretainedValue() as? any WaitTarget)?.waitHolding
+                collector.copied.append(
+                    Copied(thread: UInt(thread), kernelThread: kernel, entry: entry, target: target, holding: holding)
                 )
             }
         }
-        return collector.threads
+        return collector.copied.compactMap { copied in
+            defer { copied.target.release() }
+            guard let holding = copied.holding,
+                let record = Self.record(copied.entry, target: copied.target.takeUnretainedValue(), holding: holding)
+            else { return nil }
+            let waiter = WaitReport.Waiter(
+                kind: .thread,
+                id: copied.thread,
+                kernelThreadID: copied.kernelThread,
+                name: Self.name(ofThread: copied.kernelThread)
+            )
+            return ThreadRecord(waiter: waiter, wait: record)
+        }
     }
 
-    /// Reads the wait `entry`, whose target its thread keeps alive for the call.
-    private static func record(_ entry: ck_wait_entry) -> WaitRecord? {
-        guard let object = entry.object,
-            let target = Unmanaged<AnyObject>.fromOpaque(object).takeUnretainedValue() as? any WaitTarget
-        else { return nil }
+    /// Reads the wait `entry` on `target`, which the caller keeps alive, held as `holding` says.
+    private static func record(_ entry: ck_wait_entry, target: AnyObject, holding: WaitHolding) -> WaitRecord? {
+        guard let target = target as? any WaitTarget else { return nil }
         return WaitRecord(
             call: Self.text(entry.api, entry.apiCount) ?? "a wait",
             site: Self.site(entry.file, entry.fileCount, entry.line) ?? "an unknown site",
             since: entry.since,
             resource: target.waitResource,
-            holding: target.waitHolding
+            holding: holding
         )
     }
 

@@ -154,7 +154,7 @@ extension WaitReport {
 
         /// Each edge of the cycle on its own line.
         public var description: String {
-            var lines = ["a cycle of \(self.waits.count) waits; none of these threads can go on"]
+            var lines = ["a cycle of \(WaitReport.count(self.waits.count, "wait")); none of these waiters can go on"]
             for (index, wait) in self.waits.enumerated() {
                 let next = self.waits[(index + 1) % self.waits.count].waiter
                 let held = wait.holders.first { $0.waiter == next }

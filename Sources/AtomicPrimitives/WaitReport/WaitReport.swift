@@ -12,18 +12,18 @@ import Dispatch
 /// ```
 ///
 /// A thread appears once it parks in one of the package's waits: a ``MutexLock`` or ``AtomicBox`` whose lock was
-/// taken, a ``CountingSemaphore`` with nothing free, a `QueueSafeValue`'s turn, a `GCDGroup` or `Queuer` wait. Each
-/// wait names the call and where it was made, what it waits on (the type, the name given at `init`, where it was
-/// made), how long it has waited, and who holds what it waits on, with where they took it: the owner of a lock, the
-/// thread running a value's command closure, the threads inside a semaphore's `perform`.
+/// taken, a ``CountingSemaphore`` with nothing free, a `QueueSafeValue`'s turn, a `GCDGroup` or `Queuer` wait; a task
+/// once it suspends in one of their async forms, or in a `TestClock` sleep. Each wait names the call and where it was
+/// made, what it waits on (the type, the name given at `init`, where it was made), how long it has waited, and who
+/// holds what it waits on, with where they took it: the owner of a lock, the thread running a value's command
+/// closure, the thread or task inside a one-resource semaphore's `perform` or `withPermit`.
 ///
 /// The holders make a wait-for graph between threads. Every cycle in it is a deadlock: each thread in it waits for
 /// something that the next one holds, and none can go on. A cycle is only named after a second look finds the same
 /// waits still in place, so a cycle the report names is real, not a moment of a hand-over.
 ///
 /// Taking the report stops nobody: it reads each thread's own record as that thread goes on. Only a thread that ends
-/// its wait while its record is being read waits, for the few stores that reading takes. Recording costs nothing on
-/// an uncontended path: a wait records itself only when it parks.
+/// its wait while its record is being copied waits, for that copy. A wait records itself only when it parks.
 ///
 /// Print it from a debugger (`expr print(WaitReport.current)`), from a signal handler's thread, or let
 /// ``WaitWatchdog`` print it when a wait lasts too long.
@@ -63,7 +63,7 @@ public struct WaitReport: Sendable, CustomStringConvertible {
         return lines.joined(separator: "\n")
     }
 
-    private static func count(_ count: Int, _ noun: String) -> String {
+    static func count(_ count: Int, _ noun: String) -> String {
         count == 1 ? "1 \(noun)" : "\(count) \(noun)s"
     }
 
@@ -72,21 +72,15 @@ public struct WaitReport: Sendable, CustomStringConvertible {
         // Threads from their own records, tasks from the task registry: one list of waiters for the graph.
         let threads = WaitRecords.threads() + TaskWaits.tasks()
         let now = DispatchTime.now().uptimeNanoseconds
-        var waiters: [UInt: Waiter] = [:]
-        for thread in threads { waiters[thread.waiter.id] = thread.waiter }
+        var waiters: [Waiter: Waiter] = [:]
+        for thread in threads { waiters[Waiter(kind: thread.waiter.kind, id: thread.waiter.id)] = thread.waiter }
         var waits: [Wait] = []
         for thread in threads {
-            guard let record = thread.wait else { continue }
-            var holders = record.holding.holders.map { holder in
-                Holder(
-                    waiter: waiters[holder.thread] ?? Waiter(kind: .thread, id: holder.thread),
-                    site: PackedSite.describe(holder.site)
-                )
-            }
-            for other in threads {
-                for held in other.held where held.resource == record.resource.identity {
-                    holders.append(Holder(waiter: other.waiter, site: held.site))
-                }
+            let record = thread.wait
+            let holders = record.holding.holders.map { holder in
+                // A holder that waits itself is named as its record names it; any other by its identity alone.
+                let bare = Waiter(kind: holder.isTask ? .task : .thread, id: holder.id)
+                return Holder(waiter: waiters[bare] ?? bare, site: PackedSite.describe(holder.site))
             }
             waits.append(
                 Wait(

@@ -8,23 +8,40 @@
 package protocol WaitTarget: AnyObject {
     /// How the report names it: its type, the name it was given, where it was made.
     var waitResource: WaitReport.Resource { get }
-    /// Who holds it as far as it knows itself (the lock's owner, the thread in the value's command closure), and a
-    /// word on its state ("0 free, 3 waiting"). Holders that only their own records know (a semaphore's permits
-    /// taken by `perform`) the report finds itself.
+    /// Who holds it as far as it knows itself (the lock's owner, the thread in the value's command closure, the
+    /// thread or task inside a one-resource semaphore's `perform` or `withPermit`), and a word on its state.
     var waitHolding: WaitHolding { get }
 }
 
 /// What a ``WaitTarget`` knows of its holders now.
 package struct WaitHolding {
-    /// The holding threads by ``currentThreadID()``, and where each took it (a ``PackedSite``; 0 if unknown).
-    package var holders: [(thread: UInt, site: UInt)]
+    /// One holder: a thread by ``currentThreadID()``, or a task by ``TaskWaits/currentTask``, and where it took the
+    /// resource (a ``PackedSite``; 0 if unknown).
+    package struct Holder {
+        package var id: UInt
+        package var isTask: Bool
+        package var site: UInt
+
+        /// - Parameters:
+        ///   - id: The thread's or task's identity.
+        ///   - isTask: Whether it is a task.
+        ///   - site: Where it took the resource.
+        package init(id: UInt, isTask: Bool = false, site: UInt) {
+            self.id = id
+            self.isTask = isTask
+            self.site = site
+        }
+    }
+
+    /// The holders.
+    package var holders: [Holder]
     /// A word on the target's state, or `nil`.
     package var state: String?
 
     /// - Parameters:
-    ///   - holders: The holding threads and where each took it.
+    ///   - holders: The holders and where each took it.
     ///   - state: A word on the target's state.
-    package init(holders: [(thread: UInt, site: UInt)] = [], state: String? = nil) {
+    package init(holders: [Holder] = [], state: String? = nil) {
         self.holders = holders
         self.state = state
     }

@@ -12,9 +12,9 @@ import Synchronization
 /// print(WaitWatchdog.isRunning)  // false
 /// ```
 ///
-/// Every period it takes a ``WaitReport``, and fires when the report holds a wait that has lasted longer than the
-/// threshold, or a deadlock, that it has not fired for yet: it fires once per stall, however long the stall lasts, and
-/// again only for a new one. A deadlock is reported as soon as a look sees it (and a second look confirms it), without
+/// Every period it takes a ``WaitReport``, and fires when the report holds a resource with a wait on it that has lasted
+/// longer than the threshold, or a deadlock, that it has not fired for yet: it fires once per stall, however long the
+/// stall lasts and however many threads pile onto the stuck resource, and again only for a new one. A deadlock is reported as soon as a look sees it (and a second look confirms it), without
 /// waiting for the threshold. By default it writes the report to standard error; give it a handler to log the report
 /// your own way, or to end the process.
 ///
@@ -36,7 +36,8 @@ public enum WaitWatchdog {
     public static func start(after threshold: Duration, handler: (@Sendable (WaitReport) -> Void)? = nil) {
         precondition(threshold > .zero, "WaitWatchdog: the threshold must be more than zero, got \(threshold)")
         let period = min(max(threshold / 4, .milliseconds(10)), .seconds(1))
-        let timer = DispatchSource.makeTimerSource(queue: Self.queue)
+        // A queue for each run: a handler that blocks holds up its own run only, not one started after it.
+        let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "ConcurrencyKit.WaitWatchdog"))
         let watch = Watch(threshold: threshold, handler: handler ?? Self.writeToStandardError)
         timer.setEventHandler { watch.look() }
         timer.schedule(deadline: .now(), repeating: Deadline.Span(period).interval ?? .seconds(1))
@@ -68,8 +69,6 @@ public enum WaitWatchdog {
             self.timer = timer
         }
     }
-    /// Where the looks run, one at a time.
-    private static let queue = DispatchQueue(label: "ConcurrencyKit.WaitWatchdog")
 
     private static let writeToStandardError: @Sendable (WaitReport) -> Void = { report in
         CLibrary.writeLineToStandardError("ConcurrencyKit WaitWatchdog: \(report)")
@@ -84,12 +83,15 @@ public enum WaitWatchdog {
 
     /// One run of the watchdog: what it has fired for.
     ///
-    /// Touched only on the watchdog's queue.
+    /// Touched only on the run's own queue.
     private final class Watch: @unchecked Sendable {
         let threshold: Duration
         let handler: @Sendable (WaitReport) -> Void
-        /// The waits and deadlocks it has fired for, that were still there at the last look.
-        var reported = Set<WaitReport.WaitKey>()
+        /// The resources with a wait past the threshold, and the deadlocks (each by its waits), that it has fired
+        /// for and that were still there at the last look: a stall is one resource that waits stay stuck on,
+        /// however many threads come to wait on it.
+        var stalledResources = Set<UInt>()
+        var deadlocks = Set<Set<WaitReport.WaitKey>>()
 
         init(threshold: Duration, handler: @escaping @Sendable (WaitReport) -> Void) {
             self.threshold = threshold
@@ -99,16 +101,13 @@ public enum WaitWatchdog {
         func look() {
             defer { WaitWatchdog.lookCount.add(1, ordering: .relaxed) }
             let report = WaitReport.current
-            let present = Set(report.waits.map(\.key))
-            self.reported.formIntersection(present)
-            let due =
-                report.waits.filter { $0.duration > self.threshold }.map(\.key)
-                + report.deadlocks.flatMap { $0.waits.map(\.key) }
-            let fresh = due.filter { !self.reported.contains($0) }
-            guard !fresh.isEmpty else { return }
-            // Every wait of this report that is due counts as reported: one stall, one report.
-            self.reported.formUnion(due)
-            self.handler(report)
+            let stalled = Set(report.waits.filter { $0.duration > self.threshold }.map(\.resource.identity))
+            let deadlocks = Set(report.deadlocks.map { Set($0.waits.map(\.key)) })
+            let fresh = !stalled.isSubset(of: self.stalledResources) || !deadlocks.isSubset(of: self.deadlocks)
+            // Forget what has gone on, so that a new stall on the same resource later fires again.
+            self.stalledResources = stalled
+            self.deadlocks = deadlocks
+            if fresh { self.handler(report) }
         }
     }
 }

@@ -521,8 +521,8 @@ final class TurnEngine: @unchecked Sendable {
     func closureStarted(at site: UInt) -> UInt {
         // Only the turn holder writes these, so a load and a store do what an exchange would, for less.
         let previous = self.closureThread.load(ordering: .relaxed)
-        self.closureThread.store(currentThreadID(), ordering: .relaxed)
         self.closureSite.store(site, ordering: .relaxed)
+        self.closureThread.store(currentThreadID(), ordering: .releasing)
         return previous
     }
 
@@ -588,10 +588,13 @@ extension TurnEngine: WaitTarget {
     /// before its `done`, or one in the instant between taking the turn and starting its closure) has no holder the
     /// engine can name.
     package var waitHolding: WaitHolding {
-        let thread = self.closureThread.load(ordering: .relaxed)
+        // The site is written before the thread: a site read between two equal reads of the thread is its own.
+        let thread = self.closureThread.load(ordering: .acquiring)
         let site = self.closureSite.load(ordering: .relaxed)
         let state = self.turn.load(ordering: .relaxed) == Self.retired ? "retired" : "held"
-        guard thread != 0 else { return WaitHolding(state: "\(state) by a command outside its closure") }
-        return WaitHolding(holders: [(thread, site)])
+        guard thread != 0, self.closureThread.load(ordering: .relaxed) == thread else {
+            return WaitHolding(state: "\(state) by a command outside its closure")
+        }
+        return WaitHolding(holders: [.init(id: thread, site: site)])
     }
 }
