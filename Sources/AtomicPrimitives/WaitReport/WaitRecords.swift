@@ -37,8 +37,8 @@ package enum WaitRecords {
         return wait()
     }
 
-    /// Records that the calling thread now waits on the object at `target` for `call`; end it with ``end()``.
-    package static func begin(at target: UnsafeRawPointer, as call: BlockingCall) {
+    /// Records that the calling thread now waits on the object at `target` for `call`, until `ck_wait_end()`.
+    private static func begin(at target: UnsafeRawPointer, as call: BlockingCall) {
         var entry = ck_wait_entry()
         entry.object = target
         entry.api = call.api.hasPointerRepresentation ? call.api.utf8Start : nil
@@ -48,11 +48,6 @@ package enum WaitRecords {
         entry.line = call.line
         entry.since = DispatchTime.now().uptimeNanoseconds
         ck_wait_begin(&entry)
-    }
-
-    /// Ends the calling thread's wait.
-    package static func end() {
-        ck_wait_end()
     }
 
     /// How records name a resource: its object's address.
