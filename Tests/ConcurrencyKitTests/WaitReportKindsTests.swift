@@ -78,7 +78,11 @@ struct WaitReportKindsTests {
         "reports taken while 16 threads hammer one value never name a deadlock, a waiter as its own holder, or a stranger"
     )
     func hammeredValueNeverMisreported() {
-        let value = QueueSafeValue(value: 0)
+        // Waits are picked by where the value was made: a hammer thread that has finished may have left its ID
+        // to a waiter of another test.
+        let line: UInt = #line
+        let value = QueueSafeValue(value: 0, line: line)
+        let madeAt = "\(thisFile):\(line)"
         let rounds = PropertyRun.rounds(2_000)
         let threads = DispatchGroup()
         let start = DispatchSemaphore(value: 0)
@@ -105,9 +109,9 @@ struct WaitReportKindsTests {
         while threads.wait(timeout: .now()) == .timedOut && reports < 100_000 {
             let report = WaitReport.current
             reports += 1
-            for wait in report.waits
-            where wait.resource.type == "QueueSafeValue<Int>" && hammer.contains(wait.waiter.id) {
+            for wait in report.waits where wait.resource.madeAt == madeAt {
                 seen += 1
+                if !hammer.contains(wait.waiter.id) { problems.append("a stranger waits: \(wait)") }
                 // A holder applying combined commands for others runs them without a site of their own.
                 for holder in wait.holders
                 where holder.waiter == wait.waiter || !hammer.contains(holder.waiter.id)
@@ -116,10 +120,7 @@ struct WaitReportKindsTests {
                     problems.append("wrong holder: \(wait)")
                 }
             }
-            // By the resource: a hammer thread that has finished may have left its ID to a thread of another test.
-            if report.deadlocks.contains(where: {
-                $0.waits.contains { $0.resource.madeAt?.hasPrefix(thisFile) == true && hammer.contains($0.waiter.id) }
-            }) {
+            if report.deadlocks.contains(where: { $0.waits.contains { $0.resource.madeAt == madeAt } }) {
                 problems.append("a deadlock named: \(report)")
             }
         }
