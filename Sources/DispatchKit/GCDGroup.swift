@@ -8,10 +8,12 @@ import Synchronization
 ///
 /// let group = GCDGroup(queue: .utility)
 /// group <<< { download("a") } <<< { download("b") }
-/// group.notify { print("both done") }
 /// await group.waitForAll()
+/// print("both done")
 /// // Prints "both done"
 /// ```
+///
+/// To be called back instead of waiting, pass ``notify(_:)-(()->Void)`` a block.
 public final class GCDGroup: Sendable {
     /// The underlying dispatch group.
     public let dispatchGroup = DispatchGroup()
@@ -103,6 +105,9 @@ public final class GCDGroup: Sendable {
     }
 
     /// Runs `block` on the group's queue once everything in the group has finished.
+    ///
+    /// The notification is not part of the group: ``waitForAll(file:line:)`` and ``wait(file:line:)`` can
+    /// return before it runs.
     ///
     /// - Parameter block: The notification.
     public func notify(_ block: @escaping @Sendable () -> Void) {
