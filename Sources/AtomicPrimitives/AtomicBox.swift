@@ -102,7 +102,7 @@ public final class AtomicBox<Value> {
         self._core.lock(
             file: "AtomicBox.value",
             line: 0,
-            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "AtomicBox.value"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), .boxValue),
             onReentry: { self._trapReentry() }
         )
         defer { self._core.unlock() }
@@ -127,7 +127,7 @@ public final class AtomicBox<Value> {
         self._core.lock(
             file: file,
             line: line,
-            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "AtomicBox.mutate(_:)"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), .boxMutate),
             onReentry: { self._trapReentry() }
         )
         defer { self._core.unlock() }

@@ -67,7 +67,7 @@ public final class MutexLock {
         self._core.lock(
             file: file,
             line: line,
-            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "MutexLock.lock()"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), .mutexLock),
             onReentry: { self._trapReentry() }
         )
     }
@@ -114,7 +114,7 @@ public final class MutexLock {
         self._core.lock(
             file: file,
             line: line,
-            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), "MutexLock.withLock(_:)"),
+            reporting: (UnsafeRawPointer(Unmanaged.passUnretained(self).toOpaque()), .mutexWithLock),
             onReentry: { self._trapReentry() }
         )
         defer { self._core.unlock() }

@@ -231,7 +231,7 @@ package struct LockCore: ~Copyable {
     package func lock(
         file: StaticString = #fileID,
         line: UInt = #line,
-        reporting waiting: (target: UnsafeRawPointer, call: StaticString)?,
+        reporting waiting: (target: UnsafeRawPointer, call: Call)?,
         onReentry: () -> Never
     ) {
         let thread = currentThreadID()
@@ -244,24 +244,58 @@ package struct LockCore: ~Copyable {
             LockOrderChecker.lockWillAcquire(self.observer, file: file, line: line)
         }
         #endif
+        let site = PackedSite.pack(file: file, line: line)
         // The free mutex is taken by the try; only a thread that has to wait records its wait.
         if CLibrary.tryLock(self.mutex) != 0 {
-            self.lockWaiting(file: file, line: line, reporting: waiting)
+            Self.lockWaiting(self.mutex, at: site, reporting: waiting)
         }
-        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.ownerSite.pointee.store(site, ordering: .relaxed)
         self.owner.pointee.store(thread, ordering: .releasing)
     }
 
-    /// The mutex is taken: waits for it, recorded for the wait report if `waiting` says as what.
+    /// The public call a thread waiting for a lock is in, for the wait report: one byte to pass, where a
+    /// `StaticString` would take three words on the inlined path.
     @usableFromInline
-    func lockWaiting(file: StaticString, line: UInt, reporting waiting: (target: UnsafeRawPointer, call: StaticString)?)
-    {
+    package enum Call: UInt8 {
+        /// `MutexLock.lock()`.
+        case mutexLock
+        /// `MutexLock.withLock(_:)`.
+        case mutexWithLock
+        /// `AtomicBox.value`.
+        case boxValue
+        /// `AtomicBox.mutate(_:)`.
+        case boxMutate
+
+        /// The call as users write it.
+        var api: StaticString {
+            switch self {
+            case .mutexLock: "MutexLock.lock()"
+            case .mutexWithLock: "MutexLock.withLock(_:)"
+            case .boxValue: "AtomicBox.value"
+            case .boxMutate: "AtomicBox.mutate(_:)"
+            }
+        }
+    }
+
+    /// `mutex` is taken: waits for it, recorded for the wait report if `waiting` says as what, with the caller's
+    /// `site` (a ``PackedSite``).
+    ///
+    /// Static, and passed four words, so that the path inlined into callers loads nothing more of the lock for it
+    /// and stays small.
+    @usableFromInline
+    @inline(never)
+    static func lockWaiting(
+        _ mutex: UnsafeMutablePointer<CMutex>,
+        at site: UInt,
+        reporting waiting: (target: UnsafeRawPointer, call: Call)?
+    ) {
         let result: Int32
         if let waiting {
-            let call = BlockingCall(api: waiting.call, alternative: "", file: file, line: line)
-            result = WaitRecords.whileParked(at: waiting.target, as: call) { CLibrary.lock(self.mutex) }
+            result = WaitRecords.whileParked(at: waiting.target, api: waiting.call.api, site: site) {
+                CLibrary.lock(mutex)
+            }
         } else {
-            result = CLibrary.lock(self.mutex)
+            result = CLibrary.lock(mutex)
         }
         precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
     }

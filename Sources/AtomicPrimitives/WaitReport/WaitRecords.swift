@@ -37,15 +37,48 @@ package enum WaitRecords {
         return wait()
     }
 
+    /// Runs `wait` as ``whileParked(on:as:_:)`` does, for a call `api` made at `site`, a ``PackedSite``.
+    package static func whileParked<Result>(
+        at target: UnsafeRawPointer,
+        api: StaticString,
+        site: UInt,
+        _ wait: () -> Result
+    ) -> Result {
+        let file = PackedSite.file(of: site)
+        var fileCount = 0
+        while let file, file[fileCount] != 0 { fileCount += 1 }
+        Self.begin(at: target, api: api, file: file, fileCount: fileCount, line: PackedSite.line(of: site))
+        defer { ck_wait_end() }
+        return wait()
+    }
+
     /// Records that the calling thread now waits on the object at `target` for `call`, until `ck_wait_end()`.
     private static func begin(at target: UnsafeRawPointer, as call: BlockingCall) {
+        Self.begin(
+            at: target,
+            api: call.api,
+            file: call.file.hasPointerRepresentation ? call.file.utf8Start : nil,
+            fileCount: call.file.hasPointerRepresentation ? call.file.utf8CodeUnitCount : 0,
+            line: call.line
+        )
+    }
+
+    /// Records that the calling thread now waits on the object at `target` in `api`, called at `file`:`line`, until
+    /// `ck_wait_end()`.
+    private static func begin(
+        at target: UnsafeRawPointer,
+        api: StaticString,
+        file: UnsafePointer<UInt8>?,
+        fileCount: Int,
+        line: UInt
+    ) {
         var entry = ck_wait_entry()
         entry.object = target
-        entry.api = call.api.hasPointerRepresentation ? call.api.utf8Start : nil
-        entry.apiCount = call.api.hasPointerRepresentation ? call.api.utf8CodeUnitCount : 0
-        entry.file = call.file.hasPointerRepresentation ? call.file.utf8Start : nil
-        entry.fileCount = call.file.hasPointerRepresentation ? call.file.utf8CodeUnitCount : 0
-        entry.line = call.line
+        entry.api = api.hasPointerRepresentation ? api.utf8Start : nil
+        entry.apiCount = api.hasPointerRepresentation ? api.utf8CodeUnitCount : 0
+        entry.file = file
+        entry.fileCount = fileCount
+        entry.line = line
         entry.since = DispatchTime.now().uptimeNanoseconds
         ck_wait_begin(&entry)
     }

@@ -6,9 +6,23 @@
 #ifndef CONCURRENCYKIT_C_SHIMS_H
 #define CONCURRENCYKIT_C_SHIMS_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/// The calling thread's `pthread_self()`, inlined: on x86-64 glibc that is the thread block's own address, which the
+/// block keeps at `%fs:0x10`; elsewhere the call. `volatile`, so that the compiler never reuses a value read before an
+/// `await` that may have moved the task to another thread.
+static inline uintptr_t ck_thread_self(void) {
+#if defined(__x86_64__) && defined(__GLIBC__)
+    uintptr_t self;
+    __asm__ volatile("movq %%fs:0x10, %0" : "=r"(self));
+    return self;
+#else
+    return (uintptr_t)pthread_self();
+#endif
+}
 
 /// A lock a thread holds: its serial number, its node and peer class (unretained, by address), and where it was taken.
 typedef struct {

@@ -39,6 +39,7 @@ public struct QueueSafeWaitCommand<Value> {
             "QueueSafeValue's wait commands block the calling thread; in async code use the suspend schedule: `await value.suspend.lowestPriority.get()` (top-level code with an `await` anywhere is async code too)"
     )
     @inlinable
+    @inline(__always)
     public func get(file: StaticString = #fileID, line: UInt = #line) -> Result<Value, QueueSafeValueError> {
         self.performCombinable(.get, .get, file: file, line: line)
     }
@@ -109,7 +110,6 @@ public struct QueueSafeWaitCommand<Value> {
     /// `done`.
     /// - Parameters:
     ///   - manualCompletion: Runs on the calling thread. `nil` does nothing.
-
     ///   - file: The caller's file, for the debug-build reports (see ``QueueSafeWaitCommand``).
     ///   - line: The caller's line, for those reports.
     @available(
@@ -152,6 +152,7 @@ public struct QueueSafeWaitCommand<Value> {
     )
     @discardableResult
     @inlinable
+    @inline(__always)
     public func set(
         newValue: Value,
         file: StaticString = #fileID,
@@ -286,6 +287,7 @@ public struct QueueSafeWaitCommand<Value> {
     /// held, the command queues with what it must do, and the holder that releases the turn may apply it for this
     /// thread (``CombinedCommand``) instead of waking it to do it.
     @inlinable
+    @inline(__always)
     func performCombinable(
         _ form: WaitCommandForm,
         _ operation: CombinedValueCommand<Value>.Operation,
@@ -295,13 +297,8 @@ public struct QueueSafeWaitCommand<Value> {
         if let refusal = self.refusal { return .failure(refusal) }
         let storage = self.storage
         self.willAcquire(file: file, line: line)
-        if !storage.engine.tryAcquire() {
-            let command = CombinedValueCommand(storage: storage, operation: operation)
-            switch self.combineInLine(form, command, file: file, line: line) {
-            case .holdsTurn: break
-            case .applied: return .success(command.takeResult())
-            case .valueDestroyed: return .failure(.valueContainerDeinited)
-            }
+        if !storage.engine.tryAcquire(), let settled = self.combineInLine(form, operation, file: file, line: line) {
+            return settled
         }
         LockOrderChecker.didAcquire(storage.lockOrder, file: file, line: line)
         defer {
@@ -313,21 +310,32 @@ public struct QueueSafeWaitCommand<Value> {
         )
     }
 
-    /// The turn is held: queues `command` for it, a blocking call to the report of one made from inside a task and
-    /// to the main-queue doctor.
+    /// The turn is held: queues a command that does `operation`, and waits.
+    ///
+    /// The wait is a blocking call to the report of one made from inside a task and to the main-queue doctor.
+    /// Returns the command's result if a releaser applied it or the value is gone; `nil` once the caller holds the
+    /// turn and must run `operation` itself.
+    ///
+    /// Out of line, so that the fast path inlined into callers stays small.
     @usableFromInline
     func combineInLine(
         _ form: WaitCommandForm,
-        _ command: CombinedValueCommand<Value>,
+        _ operation: CombinedValueCommand<Value>.Operation,
         file: StaticString,
         line: UInt
-    ) -> TurnEngine.Combining {
-        BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
+    ) -> Result<Value, QueueSafeValueError>? {
+        let command = CombinedValueCommand(storage: self.storage, operation: operation)
+        let combining = BlockingCallCheck.blocking(self.blockingCall(form, file: file, line: line)) {
             self.storage.engine.combineBlocking(
                 command,
                 priority: self.priority,
                 as: self.blockingCall(form, file: file, line: line)
             )
+        }
+        switch combining {
+        case .holdsTurn: return nil
+        case .applied: return .success(command.takeResult())
+        case .valueDestroyed: return .failure(.valueContainerDeinited)
         }
     }
 
