@@ -116,6 +116,8 @@ public final class GCDGroup: Sendable {
 
     /// Runs `task` on its own queue once everything in the group has finished.
     ///
+    /// As for ``notify(_:)-(()->Void)``, the notification is not part of the group.
+    ///
     /// - Parameter task: The notification.
     public func notify(_ task: GCDTask) {
         self.dispatchGroup.notify(queue: task.queue.dispatchQueue) { task.sync() }

@@ -1,4 +1,3 @@
-public import ConcurrencyKitCShims
 import Dispatch
 
 #if canImport(Glibc)
@@ -9,6 +8,10 @@ import Dispatch
 import Darwin
 #else
 #error("AtomicPrimitives could not identify your C library.")
+#endif
+
+#if arch(x86_64) && canImport(Glibc)
+public import ConcurrencyKitCShims  // for `ck_thread_self()`, inlined into clients with `currentThreadID()`
 #endif
 
 // The only file of ConcurrencyKit that imports the C library. Everything else that needs it goes through the small
@@ -207,8 +210,14 @@ package enum CLibrary {
 /// A number that identifies the calling thread, never 0, stable for the thread's lifetime.
 @inlinable
 package func currentThreadID() -> UInt {
-    // `pthread_self()` without the call where the platform allows: the same number, which the wait records compare.
+    #if arch(x86_64) && canImport(Glibc)
+    // `pthread_self()` without the call: the same number, which the wait records compare.
     ck_thread_self()
+    #elseif canImport(Darwin) || canImport(Musl)
+    UInt(bitPattern: pthread_self())
+    #else
+    UInt(pthread_self())
+    #endif
 }
 
 /// Lets another thread run on this CPU, if one is ready: for waiters that watch a word before they sleep.

@@ -244,12 +244,11 @@ package struct LockCore: ~Copyable {
             LockOrderChecker.lockWillAcquire(self.observer, file: file, line: line)
         }
         #endif
-        let site = PackedSite.pack(file: file, line: line)
         // The free mutex is taken by the try; only a thread that has to wait records its wait.
         if CLibrary.tryLock(self.mutex) != 0 {
-            Self.lockWaiting(self.mutex, at: site, reporting: waiting)
+            Self.lockWaiting(self.mutex, at: PackedSite.pack(file: file, line: line), reporting: waiting)
         }
-        self.ownerSite.pointee.store(site, ordering: .relaxed)
+        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
         self.owner.pointee.store(thread, ordering: .releasing)
     }
 

@@ -18,8 +18,8 @@ package enum PackedSite {
         guard file.hasPointerRepresentation else { return 0 }
         let address = UInt(bitPattern: file.utf8Start)
         #if arch(x86_64)
-        // User-space addresses are canonical lower-half ones, below 2^47: no check at run time, only the line's,
-        // which a literal line folds away.
+        // A program's image, where the literal lives, is mapped below 2^47 (only an `mmap` that asks for a higher
+        // address gets one, with 5-level paging): no check at run time, only the line's, which a literal folds away.
         return line < 1 << 16 ? address | line << 48 : address
         #elseif arch(arm64)
         guard address >> 48 == 0 else { return 0 }

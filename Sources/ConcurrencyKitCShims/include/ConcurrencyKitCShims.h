@@ -1,28 +1,27 @@
 // The per-thread records of ConcurrencyKit's lock-order checker (debug builds): the locks a thread holds and the
 // orders it has already seen. They are in C because a debug build does not optimize Swift, and this path runs on
 // every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
-// a few dozen instructions. Only AtomicPrimitives uses them; they are not API.
+// a few dozen instructions. Only AtomicPrimitives uses them; they are not API. (`ck_thread_self`, below, is inlined
+// wherever AtomicPrimitives' inlinable code is, so clients compile it too; it is not API either.)
 
 #ifndef CONCURRENCYKIT_C_SHIMS_H
 #define CONCURRENCYKIT_C_SHIMS_H
 
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/// The calling thread's `pthread_self()`, inlined: on x86-64 glibc that is the thread block's own address, which the
-/// block keeps at `%fs:0x10`; elsewhere the call. `volatile`, so that the compiler never reuses a value read before an
+#if defined(__x86_64__) && defined(__GLIBC__)
+/// The calling thread's `pthread_self()` without the call, for AtomicPrimitives' `currentThreadID()` on x86-64 glibc
+/// (other platforms call `pthread_self()` there): glibc keeps the thread block's own address at `%fs:0x10`, and that
+/// address is what `pthread_self()` returns. `volatile`, so that the compiler never reuses a value read before an
 /// `await` that may have moved the task to another thread.
 static inline uintptr_t ck_thread_self(void) {
-#if defined(__x86_64__) && defined(__GLIBC__)
     uintptr_t self;
     __asm__ volatile("movq %%fs:0x10, %0" : "=r"(self));
     return self;
-#else
-    return (uintptr_t)pthread_self();
-#endif
 }
+#endif
 
 /// A lock a thread holds: its serial number, its node and peer class (unretained, by address), and where it was taken.
 typedef struct {
