@@ -153,8 +153,11 @@ struct WaitReportTaskTests {
         }
         one.cancel()
         two.cancel()
+        // `one`, cancelled first while `two` holds `second`, ends cancelled and lets go of `first`; `two` may be
+        // granted `first` before its own cancellation lands, and then ends normally.
         #expect(await one.result.isCancellation)
-        #expect(await two.result.isCancellation)
+        let twoResult = await two.result
+        #expect(twoResult.isCancellation || (try? twoResult.get()) != nil, "\(twoResult)")
         let report = try #require(found, "no cycle of two tasks was named")
         let cycle = try #require(report.deadlocks.first(where: isOurs))
         #expect(Set(cycle.waits.compactMap(\.resource.name)) == ["first", "second"], "\(report)")
