@@ -79,7 +79,8 @@ struct WaitReportTaskTests {
         let waiter = Task { await kind.run(on: semaphore) }
         let found = await report(on: semaphore)
         semaphore.signal()
-        #expect(await waiter.value)
+        let returned = await completes { #expect(await waiter.value) }
+        #expect(returned)
         let (report, wait) = try #require(found, "no wait on the semaphore appeared")
         #expect(wait.waiter.kind == .task, "\(report)")
         #expect(wait.call == kind.rawValue, "\(report)")
@@ -107,8 +108,8 @@ struct WaitReportTaskTests {
         let waiter = Task { try await semaphore.withPermit {} }
         let found = await report(on: semaphore) { $0.call == "CountingSemaphore.withPermit(_:)" }
         release.signal()
-        try await holder.value
-        try await waiter.value
+        #expect(try await completes { try await holder.value })
+        #expect(try await completes { try await waiter.value })
         let (report, wait) = try #require(found, "no wait on the semaphore appeared")
         let held = try #require(wait.holders.first, "\(report)")
         #expect(held.waiter.kind == .task && held.waiter.id == holderID.value, "\(report)")
@@ -230,7 +231,7 @@ struct WaitReportTaskTests {
         let groupWaiter = Task { await group.waitForAll() }
         let groupFound = await report(on: group)
         group.leave()
-        await groupWaiter.value
+        #expect(await completes { await groupWaiter.value })
         let (groupReport, groupWait) = try #require(groupFound, "no wait on the group appeared")
         #expect(groupWait.waiter.kind == .task && groupWait.call == "GCDGroup.waitForAll()", "\(groupReport)")
         #expect(groupWait.site.hasPrefix(thisFile), "\(groupReport)")
@@ -242,7 +243,7 @@ struct WaitReportTaskTests {
         let queuerWaiter = Task { await queuer.waitForAll() }
         let queuerFound = await report(on: queuer)
         release.signal()
-        await queuerWaiter.value
+        #expect(await completes { await queuerWaiter.value })
         let (queuerReport, queuerWait) = try #require(queuerFound, "no wait on the Queuer appeared")
         #expect(queuerWait.waiter.kind == .task && queuerWait.call == "Queuer.waitForAll()", "\(queuerReport)")
         #expect(queuerWait.site.hasPrefix(thisFile), "\(queuerReport)")
@@ -255,7 +256,7 @@ struct WaitReportTaskTests {
         let sleeper = Task { try await clock.sleep(for: .seconds(3)) }
         let found = await report(on: clock)
         clock.advance(by: .seconds(3))
-        try await sleeper.value
+        #expect(try await completes { try await sleeper.value })
         let (report, wait) = try #require(found, "no sleep appeared")
         #expect(wait.waiter.kind == .task && wait.resource.type == "TestClock", "\(report)")
         #expect(wait.state == "sleeps until 3.0 seconds", "\(report)")

@@ -180,7 +180,7 @@ struct GCDTaskAndGroupTests {
         let group = GCDGroup(queue: GCDQueue(name: "test.async.wait"))
         let count = AtomicBox(0)
         for _ in 0..<10 { group <<< { count.mutate { $0 += 1 } } }
-        await group.wait()
+        #expect(await completes { await group.wait() })
         #expect(count.value == 10)
     }
 
@@ -193,7 +193,7 @@ struct GCDTaskAndGroupTests {
         // that blocked the main queue would never see that block run.
         group.enter()
         DispatchQueue.main.async { group.leave() }
-        await self.waitForAllOnMainActor(group)
+        #expect(await completes { await self.waitForAllOnMainActor(group) })
         #expect(count.value == 10)
     }
 

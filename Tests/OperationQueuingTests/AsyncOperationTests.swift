@@ -19,7 +19,7 @@ struct AsyncOperationTests {
             resumed.mutate { $0 = true }
         }
         queuer.addOperation(operation)
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(operation.isFinished)
         #expect(resumed.value, "the operation did not finish before its body returned")
         #expect(operation.success)
@@ -39,7 +39,7 @@ struct AsyncOperationTests {
         recovering.retryPolicy = .constant(.milliseconds(5))
         queuer.addOperation(failing)
         queuer.addOperation(recovering)
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(failing.currentAttempt == 3)
         #expect(failing.success == false)
         #expect(failing.error as? Flaky == Flaky(attempt: 3), "the last attempt's error")
@@ -59,7 +59,7 @@ struct AsyncOperationTests {
                 await gauge.leave()
             }
         }
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(await gauge.peak <= 2)
         #expect(await gauge.total == 8)
     }
@@ -116,7 +116,7 @@ struct AsyncOperationTests {
             for _ in 0..<(round % 50) * 20 { flag.pause() }
             operation.cancel()
         }
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(queuer.queue.operations.allSatisfy { $0.isFinished })
         // Foundation drops a finished operation from its queue after it has woken the operation's dependents (and
         // so the wait above): the count reaches 0 a moment later.
@@ -136,7 +136,7 @@ struct AsyncOperationTests {
         let kinds = queuer.operations.map { String(describing: type(of: $0)) }
         #expect(kinds == ["BlockOperation", "AsyncOperation"])
         queuer.resume()
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(log.value.sorted() == ["async", "sync"])
     }
 
@@ -198,7 +198,7 @@ struct AsyncOperationTests {
         try? await started.wait()
         caller.cancel()
         await #expect(throws: CancellationError.self) { try await caller.value }
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
     }
 
     @Test("an async body that calls finish traps with a message: only returning or throwing ends its attempt")
@@ -210,7 +210,8 @@ struct AsyncOperationTests {
                 try await Task.sleep(for: .milliseconds(50))
             }
             queuer.addOperation(operation)
-            await queuer.waitUntilAllOperationsAreFinished()
+            // The trap ends the process first; a wait that came back instead ends it normally, failing the test.
+            _ = await completes { await queuer.waitUntilAllOperationsAreFinished() }
         }
         let stderr = text(result?.standardErrorContent)
         #expect(stderr.contains("AsyncOperation 'finisher': finish was called"))
@@ -244,7 +245,7 @@ struct AsyncOperationTests {
             let operation = AsyncOperation { _ in await Task.yield() }
             weakOperation = operation
             queuer.addOperation(operation)
-            await queuer.waitUntilAllOperationsAreFinished()
+            #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         }
         #expect(await suspendUntil { weakOperation == nil })
     }
@@ -286,9 +287,17 @@ struct OperationQueuingIsolationTests {
     @MainActor
     func isolations() async throws {
         let model = ScreenModel()
-        try await model.load()
+        // load() ends in an untimed wait: the model checks that it compiles from @MainActor.
+        #expect(try await completes { try await model.load() })
         #expect(model.total == 42)
-        let value = try await Task.detached { try await Queuer(name: "plain").run { "nonisolated" } }.value
-        #expect(value == "nonisolated")
+        let detached = Task.detached { try await Queuer(name: "plain").run { "nonisolated" } }
+        let value = AtomicBox("")
+        #expect(
+            try await completes {
+                let returned = try await detached.value
+                value.mutate { $0 = returned }
+            }
+        )
+        #expect(value.value == "nonisolated")
     }
 }

@@ -281,8 +281,8 @@ struct ConcurrentOperationRaceTests {
             }
             operation.maximumRetries = 200_000
             queuer.addOperation(operation)
-            await queuer.waitUntilAllOperationsAreFinished()
-            exit(attempts.value == 200_000 && operation.currentAttempt == 200_000 ? 0 : 3)
+            let finished = await completes { await queuer.waitUntilAllOperationsAreFinished() }
+            exit(finished && attempts.value == 200_000 && operation.currentAttempt == 200_000 ? 0 : 3)
         }
     }
 

@@ -27,7 +27,7 @@ struct OperationRetryTests {
             return error is Flaky
         }
         queuer.addOperation(operation)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(operation.currentAttempt == 2, "Flaky retried, Fatal not")
         #expect(asked.value == [1, 2])
         #expect(operation.success == false)
@@ -52,7 +52,7 @@ struct OperationRetryTests {
         }
         queuer.addOperation(failing)
         queuer.addOperation(succeeding)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(asked.value == [1, 2])
         #expect(failing.currentAttempt == 3)
         #expect(failing.error as? Flaky == Flaky(attempt: 3))
@@ -80,7 +80,7 @@ struct OperationRetryTests {
         recovering.manualFinish = true
         recovering.shouldRetry = { error, attempt in (error as? Flaky)?.attempt == attempt }
         for operation in [refused, errorless, recovering] { queuer.addOperation(operation) }
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(refused.currentAttempt == 1)
         #expect(refused.success == false)
         #expect(refused.error is Fatal)
@@ -99,7 +99,7 @@ struct OperationRetryTests {
             if operation.currentAttempt == 1 { operation.finish(throwing: Flaky(attempt: 1)) }
         }
         queuer.addOperation(operation)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(operation.currentAttempt == 2)
         #expect(operation.success)
         #expect(operation.error == nil)
@@ -134,7 +134,7 @@ struct OperationRetryTests {
         operation.manualFinish = true
         operation.shouldRetry = { _, _ in false }
         queuer.addOperation(operation)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(late.value)
         #expect(operation.currentAttempt == 2)
         #expect(operation.success)
@@ -153,7 +153,7 @@ struct OperationRetryTests {
         let failing = AsyncOperation { _ in throw Fatal() }
         failing.maximumAttempts = 4
         queuer.addOperation(failing)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(failing.currentAttempt == 4)
         let group = GroupOperation([])
         #expect(group.maximumAttempts == 1)
@@ -211,7 +211,7 @@ struct OperationRetryTests {
         #expect(operation.currentAttempt == 2)
         #expect(clock.deadlines.map(\.offset) == [.seconds(5_400)], "then an hour")
         clock.advance(by: .seconds(3_600))
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         let wall = started.duration(to: .now)
         #expect(operation.currentAttempt == 3)
         #expect(operation.success)
@@ -233,7 +233,7 @@ struct OperationRetryTests {
         queuer.addOperation(operation)
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         clock.advance(by: .seconds(1))
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(inTask.value == [false, false])
     }
 
@@ -255,7 +255,7 @@ struct OperationRetryTests {
         }
         #expect(await suspendUntil { clock.deadlines.isEmpty }, "the wait left the clock")
         #expect(clock.now.offset == .zero)
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(await suspendUntil { weakOperation == nil }, "nothing keeps the cancelled operation")
     }
 
@@ -278,7 +278,7 @@ struct OperationRetryTests {
                 delays.append(delay)
                 clock.advance(by: delay)
             }
-            await queuer.waitForAll()
+            #expect(await completes { await queuer.waitForAll() })
             return delays
         }
         let first = try await delays(seed: 99)

@@ -220,7 +220,7 @@ struct QueuerRetryingTests {
         try await started.acquire()
         call.cancel()
         await #expect(throws: Flaky(attempt: 1), "what the cancelled attempt threw") { try await settle(call) }
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(attempts.value == 1)
     }
 

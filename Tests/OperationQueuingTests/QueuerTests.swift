@@ -238,7 +238,7 @@ struct QueuerTests {
         #expect(await offPool { entered.wait(timeout: deadline()) } == .success)
         queuer.cancelAll()
         release.signal()
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         // The running operation finished its body; the queued one was cancelled; so was the handler. (Finished, not
         // yet removed: the queue drops a finished operation from its list a moment later, so its count is not read.)
         #expect(finished.value == 1)
@@ -529,10 +529,10 @@ struct QueuerTests {
         let queuer = Queuer(name: "test.wait", maxConcurrentOperationCount: 2)
         let count = AtomicBox(0)
         for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
-        await queuer.waitUntilAllOperationsAreFinished()
+        #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(count.value == 20)
         for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
-        await queuer.waitForAll()
+        #expect(await completes { await queuer.waitForAll() })
         #expect(count.value == 40)
         for _ in 0..<20 { queuer.addOperation { count.mutate { $0 += 1 } } }
         await offPool { blockUntilFinished(queuer) }
