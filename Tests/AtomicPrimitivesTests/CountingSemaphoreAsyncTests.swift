@@ -32,7 +32,7 @@ struct CountingSemaphoreAsyncTests {
         let waiter = Task { try await take() }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         #expect(semaphore.signal() == 1, "signal hands the resource to the suspended task")
-        try await waiter.value
+        #expect(try await completes { try await waiter.value })
         #expect(await self.freeResources(semaphore) == 0, "the task holds it")
     }
 
@@ -77,7 +77,8 @@ struct CountingSemaphoreAsyncTests {
         let waiter = Task { try await semaphore.wait() }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         waiter.cancel()
-        await #expect(throws: CancellationError.self) { try await waiter.value }
+        let waiterEnded = await completes { await #expect(throws: CancellationError.self) { try await waiter.value } }
+        #expect(waiterEnded)
         #expect(semaphore.waiterCount == 0)
         #expect(semaphore.signal() == 0, "nobody waits any more: the signal adds a resource")
         #expect(await self.freeResources(semaphore) == 1)
@@ -91,7 +92,8 @@ struct CountingSemaphoreAsyncTests {
             try await semaphore.wait()
         }
         waiter.cancel()
-        await #expect(throws: CancellationError.self) { try await waiter.value }
+        let waiterEnded = await completes { await #expect(throws: CancellationError.self) { try await waiter.value } }
+        #expect(waiterEnded)
         #expect(await self.freeResources(semaphore) == 1)
     }
 
@@ -135,11 +137,13 @@ struct CountingSemaphoreAsyncTests {
         let signalled = Task { await semaphore.wait(timeout: patienceLimit) }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         semaphore.signal()
-        #expect(await signalled.value == true)
+        let signalledReturned = await completes { #expect(await signalled.value == true) }
+        #expect(signalledReturned)
         let cancelled = Task { await semaphore.wait(timeout: .seconds(30)) }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         cancelled.cancel()
-        #expect(await cancelled.value == false)
+        let cancelledReturned = await completes { #expect(await cancelled.value == false) }
+        #expect(cancelledReturned)
         #expect(await self.freeResources(semaphore) == 0)
     }
 
@@ -208,7 +212,8 @@ struct CountingSemaphoreAsyncTests {
         let waiter = Task { try await semaphore.withPermit { ran.mutate { $0 = true } } }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         waiter.cancel()
-        await #expect(throws: CancellationError.self) { try await waiter.value }
+        let waiterEnded = await completes { await #expect(throws: CancellationError.self) { try await waiter.value } }
+        #expect(waiterEnded)
         #expect(ran.value == false)
         semaphore.signal()
         #expect(await self.freeResources(semaphore) == 1)

@@ -19,7 +19,8 @@ struct CountingSemaphoreClockTests {
         #expect(clock.deadlines.count == 1, "the deadline's sleeper still sleeps")
         #expect(semaphore.waiterCount == 1, "and the waiter still waits")
         clock.advance(by: .nanoseconds(1))
-        #expect(await waiter.value == false)
+        let waiterReturned = await completes { #expect(await waiter.value == false) }
+        #expect(waiterReturned)
         #expect(semaphore.waiterCount == 0)
         #expect(semaphore.signal() == 0, "nobody waits: the signal adds a resource")
     }
@@ -44,7 +45,8 @@ struct CountingSemaphoreClockTests {
         #expect(semaphore.signal() == 1)
         // Taken off by the signal itself, before the waiting task resumes: `run()` must not move the time to it.
         #expect(clock.deadlines.isEmpty, "the granting signal takes the sleeper off the clock")
-        #expect(await waiter.value == true)
+        let waiterReturned = await completes { #expect(await waiter.value == true) }
+        #expect(waiterReturned)
         #expect(clock.deadlines.isEmpty, "no timer outlives a granted wait")
         try await clock.run(timeout: patienceLimit)  // idle at once: nothing sleeps, nothing is in flight
         #expect(clock.now.offset == .zero)
@@ -58,7 +60,8 @@ struct CountingSemaphoreClockTests {
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         waiter.cancel()
         #expect(clock.deadlines.isEmpty, "taken off from inside cancel()")
-        #expect(await waiter.value == false)
+        let waiterReturned = await completes { #expect(await waiter.value == false) }
+        #expect(waiterReturned)
         #expect(semaphore.waiterCount == 0)
         #expect(semaphore.signal() == 0)
     }
@@ -79,7 +82,8 @@ struct CountingSemaphoreClockTests {
             try await clock.waitForSleepers(1, timeout: patienceLimit)
             waiter.cancel()
             if !clock.deadlines.isEmpty { late += 1 }
-            #expect(await waiter.value == false)
+            let waiterReturned = await completes { #expect(await waiter.value == false) }
+            #expect(waiterReturned)
             #expect(clock.deadlines.isEmpty)
         }
         #expect(late == 0, "\(late) of \(rounds) cancellations returned with the sleeper still on the clock")
@@ -93,7 +97,8 @@ struct CountingSemaphoreClockTests {
         let waiter = Task { @MainActor in await semaphore.wait(timeout: .seconds(2), clock: clock) }
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         semaphore.signal()
-        #expect(await waiter.value == true)
+        let waiterReturned = await completes { #expect(await waiter.value == true) }
+        #expect(waiterReturned)
         #expect(
             try await clock.run(timeout: patienceLimit) { await semaphore.wait(timeout: .seconds(2), clock: clock) }
                 == false
@@ -136,12 +141,15 @@ struct CountingSemaphoreClockTests {
         }
         try await clock.waitForSleepers(3, timeout: patienceLimit)
         clock.advance(to: TestClock.Instant(offset: .seconds(10)))
-        #expect(await waiters[1].value == false)
+        let waiter1Returned = await completes { [waiters] in #expect(await waiters[1].value == false) }
+        #expect(waiter1Returned)
         #expect(semaphore.waiterCount == 2)
         #expect(semaphore.signal() == 1, "the 20 s waiter, first in line, gets it")
-        #expect(await waiters[0].value == true)
+        let waiter0Returned = await completes { [waiters] in #expect(await waiters[0].value == true) }
+        #expect(waiter0Returned)
         clock.advance(to: TestClock.Instant(offset: .seconds(30)))
-        #expect(await waiters[2].value == false)
+        let waiter2Returned = await completes { [waiters] in #expect(await waiters[2].value == false) }
+        #expect(waiter2Returned)
         #expect(clock.deadlines.isEmpty)
     }
 

@@ -27,7 +27,8 @@ struct CallbackSubjectValuesLifetimeTests {
         let endedInTime = await suspendUntil { ended.value }
         #expect(endedInTime, "the loop still waits after its subject was released")
         if !endedInTime { reader.cancel() }
-        #expect(await reader.value == [7])
+        let readerReturned = await completes { #expect(await reader.value == [7]) }
+        #expect(readerReturned)
         // A loop that starts after the subject is gone ends at once.
         var late = values.makeAsyncIterator()
         #expect(await late.next() == nil)

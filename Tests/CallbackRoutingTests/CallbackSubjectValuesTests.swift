@@ -55,7 +55,7 @@ struct CallbackSubjectValuesTests {
         }
         #expect(await suspendUntil { subject.subscriberCount == 1 })
         for value in 0..<5 { subject.send(value) }
-        await reader.value
+        #expect(await completes { await reader.value })
         #expect(await suspendUntil { subject.subscriberCount == 0 })
     }
 
@@ -70,7 +70,8 @@ struct CallbackSubjectValuesTests {
         #expect(await suspendUntil { subject.subscriberCount == 1 })
         subject.send(1)
         reader.cancel()
-        #expect(await reader.value <= 1)
+        let readerReturned = await completes { #expect(await reader.value <= 1) }
+        #expect(readerReturned)
         #expect(await suspendUntil { subject.subscriberCount == 0 })
     }
 
@@ -201,7 +202,8 @@ struct CallbackSubjectValuesTests {
             subject.send(7)
             subject.send(completion: .finished)
         }
-        #expect(await reader.value == 1)
+        let readerReturned = await completes { #expect(await reader.value == 1) }
+        #expect(readerReturned)
     }
 
     @Test("a loop ends, as finished, when the subject is released without a completion, after the values sent before")
@@ -256,7 +258,7 @@ struct CallbackSubjectValuesIsolationTests {
         subject.send(21.5)
         subject.send(22.0)
         subject.send(completion: .finished)
-        await follower.value
+        #expect(await completes { await follower.value })
         #expect(model.readings == [21.5, 22.0])
     }
 }

@@ -159,7 +159,7 @@ struct TestClockRunTests {
         #expect(error?.reason == .wakeNotResumed)
         #expect(error?.description.contains("a task that the clock woke at 1.0 seconds") == true)
         executor.queue.resume()
-        try await sleeper.value
+        #expect(try await completes { try await sleeper.value })
         try await clock.run(timeout: patienceLimit)
     }
 
@@ -172,7 +172,8 @@ struct TestClockRunTests {
         }
         #expect(await suspendUntil { semaphore.waiterCount == 1 })
         test.cancel()
-        await #expect(throws: CancellationError.self) { try await test.value }
+        let testEnded = await completes { await #expect(throws: CancellationError.self) { try await test.value } }
+        #expect(testEnded)
         #expect(await suspendUntil { semaphore.waiterCount == 0 })
     }
 }

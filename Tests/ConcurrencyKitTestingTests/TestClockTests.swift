@@ -15,7 +15,7 @@ struct TestClockTests {
         #expect(clock.deadlines == [TestClock.Instant(offset: .seconds(5))], "still asleep")
         clock.advance(by: .nanoseconds(1))
         #expect(clock.deadlines.isEmpty, "woken by the advance itself")
-        try await sleeper.value
+        #expect(try await completes { try await sleeper.value })
         #expect(clock.now.offset == .seconds(5))
     }
 
@@ -57,7 +57,8 @@ struct TestClockTests {
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         sleeper.cancel()
         #expect(clock.deadlines.isEmpty, "gone before cancel() returned")
-        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        let sleeperEnded = await completes { await #expect(throws: CancellationError.self) { try await sleeper.value } }
+        #expect(sleeperEnded)
         clock.advance(by: .seconds(60))
         try await clock.run(timeout: patienceLimit)  // nothing is in flight: the cancelled sleep was never woken
     }
@@ -69,7 +70,8 @@ struct TestClockTests {
             withUnsafeCurrentTask { $0?.cancel() }
             try await clock.sleep(for: .seconds(1))
         }
-        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        let sleeperEnded = await completes { await #expect(throws: CancellationError.self) { try await sleeper.value } }
+        #expect(sleeperEnded)
         #expect(clock.deadlines.isEmpty)
     }
 
@@ -180,7 +182,7 @@ struct TestClockTests {
         #expect(clock.deadlines.map(\.offset) == (1...5).map { .seconds(index * 10 + $0) })
         for (step, sleeper) in sleepers.enumerated() {
             clock.advance(to: TestClock.Instant(offset: .seconds(index * 10 + step + 1)))
-            try await sleeper.value
+            #expect(try await completes { try await sleeper.value })
             #expect(clock.deadlines.count == 4 - step)
         }
         #expect(clock.now.offset == .seconds(index * 10 + 5))

@@ -81,7 +81,8 @@ struct NameCollisionTests {
         let _: CallbackRouting.SubjectCompletion<Never>.Type = SubjectCompletion<Never>.self
         let _: CallbackRouting.CallbackSubscription.Type = CallbackSubscription.self
 
-        #expect(await swiftTask.value == 42)
+        let swiftTaskReturned = await completes { #expect(await swiftTask.value == 42) }
+        #expect(swiftTaskReturned)
         #expect(mutex.withLock { $0 } == 0)
         #expect(atomic.load(ordering: .relaxed) == 0)
         // A semaphore's `wait` and a synced value's commands block: they do not run on a task.

@@ -179,14 +179,16 @@ struct WaitReportTaskTests {
         #expect(await cancelled.result.isCancellation)
         #expect(await noTaskEntries(on: semaphore))
         let timed = Task { await semaphore.wait(timeout: .milliseconds(20)) }
-        #expect(await timed.value == false)
+        let timedReturned = await completes { #expect(await timed.value == false) }
+        #expect(timedReturned)
         #expect(await noTaskEntries(on: semaphore))
         let clock = TestClock()
         let onClock = Task { await semaphore.wait(timeout: .seconds(5), clock: clock) }
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         #expect(await report(on: semaphore) != nil)
         clock.advance(by: .seconds(5))
-        #expect(await onClock.value == false)
+        let onClockReturned = await completes { #expect(await onClock.value == false) }
+        #expect(onClockReturned)
         #expect(await noTaskEntries(on: semaphore))
     }
 

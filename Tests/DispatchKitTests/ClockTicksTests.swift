@@ -65,7 +65,8 @@ struct ClockTicksTests {
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         loop.cancel()
         #expect(clock.deadlines.isEmpty)
-        #expect(await loop.value == 1)
+        let loopReturned = await completes { #expect(await loop.value == 1) }
+        #expect(loopReturned)
     }
 
     @Test("a loop on the main actor takes its ticks there, and may touch main-actor state")
@@ -102,8 +103,10 @@ struct ClockTicksTests {
         testClock.advance(by: .seconds(86_400 * 365 * 1_000))
         onTestClock.cancel()
         onContinuousClock.cancel()
-        #expect(await onTestClock.value == nil)
-        #expect(await onContinuousClock.value == nil)
+        let onTestClockReturned = await completes { #expect(await onTestClock.value == nil) }
+        #expect(onTestClockReturned)
+        let onContinuousClockReturned = await completes { #expect(await onContinuousClock.value == nil) }
+        #expect(onContinuousClockReturned)
     }
 
     @Test("an interval of zero or less traps with a message that names the value")

@@ -181,7 +181,8 @@ struct AsyncOperationTests {
         #expect(await suspendUntil { queuer.operationCount == 1 })
         caller.cancel()
         queuer.resume()
-        await #expect(throws: CancellationError.self) { try await caller.value }
+        let callerEnded = await completes { await #expect(throws: CancellationError.self) { try await caller.value } }
+        #expect(callerEnded)
         #expect(ran.value == false)
     }
 
@@ -197,7 +198,8 @@ struct AsyncOperationTests {
         }
         try? await started.wait()
         caller.cancel()
-        await #expect(throws: CancellationError.self) { try await caller.value }
+        let callerEnded = await completes { await #expect(throws: CancellationError.self) { try await caller.value } }
+        #expect(callerEnded)
         #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
     }
 

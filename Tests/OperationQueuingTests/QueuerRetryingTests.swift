@@ -365,7 +365,8 @@ struct QueuerRetryingTests {
         try await clock.waitForSleepers(1, timeout: patienceLimit)
         #expect(budget.availableRetries == 0, "withdrawn for the retry that waits")
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        let callEnded = await completes { await #expect(throws: CancellationError.self) { try await call.value } }
+        #expect(callEnded)
         #expect(budget.availableRetries == 1, "the retry never happened: its token is back")
     }
 
@@ -384,7 +385,8 @@ struct QueuerRetryingTests {
         }
         #expect(await suspendUntil { budget.availableRetries == 0 && queuer.operationCount == 1 })
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        let callEnded = await completes { await #expect(throws: CancellationError.self) { try await call.value } }
+        #expect(callEnded)
         #expect(ran.value == 1, "the retry's body never ran")
         #expect(budget.availableRetries == 1, "so its token is back")
         queuer.resume()

@@ -102,7 +102,8 @@ struct QueuerRunTests {
             return try await queuer.run { ran.mutate { $0 = true } }
         }
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        let callEnded = await completes { await #expect(throws: CancellationError.self) { try await call.value } }
+        #expect(callEnded)
         #expect(await completes { await queuer.waitUntilAllOperationsAreFinished() })
         #expect(ran.value == false)
     }

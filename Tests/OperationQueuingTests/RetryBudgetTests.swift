@@ -72,7 +72,8 @@ struct RetryBudgetTests {
         for _ in 0..<10 { #expect(try await queuer.run(retrying: retries, clock: clock) { 1 } == 1) }
         #expect(budget.availableRetries == largestCapacity)
         call.cancel()
-        await #expect(throws: CancellationError.self) { try await call.value }
+        let callEnded = await completes { await #expect(throws: CancellationError.self) { try await call.value } }
+        #expect(callEnded)
         #expect(budget.availableRetries == largestCapacity, "the returned retry finds the budget full")
     }
 

@@ -54,13 +54,15 @@ struct RetryTimerTests {
         try await RetryTimer.sleep(for: .milliseconds(1), on: ContinuousClock())
         let sleeper = Task { try await RetryTimer.sleep(for: .seconds(3_600), on: SuspendingClock()) }
         sleeper.cancel()
-        await #expect(throws: CancellationError.self) { try await sleeper.value }
+        let sleeperEnded = await completes { await #expect(throws: CancellationError.self) { try await sleeper.value } }
+        #expect(sleeperEnded)
         let early = Task {
             _ = await suspendUntil { Task.isCancelled }
             try await RetryTimer.sleep(for: .seconds(3_600), on: ContinuousClock())
         }
         early.cancel()
-        await #expect(throws: CancellationError.self) { try await early.value }
+        let earlyEnded = await completes { await #expect(throws: CancellationError.self) { try await early.value } }
+        #expect(earlyEnded)
     }
 
     @Test(

@@ -53,7 +53,10 @@ struct QueueSafeValueReadTests {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await value.suspend.lowestPriority.read()
         }
-        await #expect(throws: QueueSafeValueError.cancelled) { try await task.value }
+        let taskEnded = await completes {
+            await #expect(throws: QueueSafeValueError.cancelled) { try await task.value }
+        }
+        #expect(taskEnded)
     }
 
     @Test(
