@@ -19,7 +19,7 @@ struct TestClockStateTests {
         let wakeups = clock.state.mutate { $0.advance(to: TestClock.Instant(offset: .seconds(5))) }
         #expect(wakeups.sleepers.map { names[$0.id] } == ["d1", "a3", "b5", "c5", "e5"])
         wakeups.resume()
-        for sleeper in sleepers.values { try await sleeper.value }
+        for sleeper in sleepers.values { #expect(try await completes { try await sleeper.value }) }
     }
 
     /// Which sleeper is which: by deadline, and the three 5 s ones by the order they slept in, as their ids grow.

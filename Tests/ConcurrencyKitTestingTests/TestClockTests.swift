@@ -40,14 +40,15 @@ struct TestClockTests {
         #expect(clock.deadlines.map(\.offset) == [.seconds(1), .seconds(2), .seconds(3), .seconds(4)])
         clock.advance(to: TestClock.Instant(offset: .seconds(2)))
         #expect(clock.deadlines.map(\.offset) == [.seconds(3), .seconds(4)])
-        try await sleepers[1]!.value
-        try await sleepers[2]!.value
+        let (first, second, third, fourth) = (sleepers[1]!, sleepers[2]!, sleepers[3]!, sleepers[4]!)
+        #expect(try await completes { try await first.value })
+        #expect(try await completes { try await second.value })
         clock.advance(by: .zero)
         #expect(clock.deadlines.count == 2, "an advance by zero wakes nobody")
         clock.advance(by: .seconds(2))
         #expect(clock.deadlines.isEmpty)
-        try await sleepers[3]!.value
-        try await sleepers[4]!.value
+        #expect(try await completes { try await third.value })
+        #expect(try await completes { try await fourth.value })
     }
 
     @Test("a cancelled sleeper leaves at once, from inside cancel(), and throws CancellationError")

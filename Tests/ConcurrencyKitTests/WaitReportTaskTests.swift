@@ -156,7 +156,8 @@ struct WaitReportTaskTests {
         two.cancel()
         // `one`, cancelled first while `two` holds `second`, ends cancelled and lets go of `first`; `two` may be
         // granted `first` before its own cancellation lands, and then ends normally.
-        #expect(await one.result.isCancellation)
+        let oneReturned = await completes { #expect(await one.result.isCancellation) }
+        #expect(oneReturned)
         let twoResult = await two.result
         #expect(twoResult.isCancellation || (try? twoResult.get()) != nil, "\(twoResult)")
         let report = try #require(found, "no cycle of two tasks was named")
@@ -176,7 +177,8 @@ struct WaitReportTaskTests {
         let cancelled = Task { try await semaphore.acquire() }
         #expect(await report(on: semaphore) != nil)
         cancelled.cancel()
-        #expect(await cancelled.result.isCancellation)
+        let cancelledReturned = await completes { #expect(await cancelled.result.isCancellation) }
+        #expect(cancelledReturned)
         #expect(await noTaskEntries(on: semaphore))
         let timed = Task { await semaphore.wait(timeout: .milliseconds(20)) }
         let timedReturned = await completes { #expect(await timed.value == false) }
@@ -217,7 +219,8 @@ struct WaitReportTaskTests {
         }
         release.signal()
         #expect(await waitOffPool(holderDone))
-        #expect(try await waiter.value.get() == 1)
+        let waiterReturned = try await completes { () async throws in #expect(try await waiter.value.get() == 1) }
+        #expect(waiterReturned)
         let (report, wait) = try #require(found, "no wait for the turn appeared")
         #expect(wait.waiter.kind == .task, "\(report)")
         #expect(wait.call == "QueueSafeValue.suspend.lowestPriority", "\(report)")

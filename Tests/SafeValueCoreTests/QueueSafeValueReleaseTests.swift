@@ -290,7 +290,8 @@ struct QueueSafeValueReleaseTests {
         holder = nil
         #expect(census.alive == 1, "a pending command lost its value")
         hold.release()
-        #expect(await suspended.value == .success(1))
+        let suspendedReturned = await completes { #expect(await suspended.value == .success(1)) }
+        #expect(suspendedReturned)
         #expect(await offPool { queue.drain() })
         #expect(seenAlive.value == [1, 1, 1])
         #expect(census.alive == 0, "the value outlived the last pending command")
@@ -319,7 +320,8 @@ struct QueueSafeValueReleaseTests {
         holdA.release()
         #expect(await waitOffPool(startedB))
         taskC.cancel()
-        #expect(await taskC.value == .failure(.cancelled))
+        let taskCReturned = await completes { #expect(await taskC.value == .failure(.cancelled)) }
+        #expect(taskCReturned)
         doneB.value?()
         #expect(await offPool { queue.drain() })
         #expect(captures.alive == 1, "the test's own reference")

@@ -41,7 +41,10 @@ struct QueueSafeValueSuspendTests {
         let task = Task { await value.suspend.lowestPriority.set { $0 = 99 } }
         #expect(await eventuallyAsync { value.waitingCommandCount == 1 })
         task.cancel()
-        #expect(await task.value == .failure(.cancelled), "returned while the value was still held")
+        let taskReturned = await completes {
+            #expect(await task.value == .failure(.cancelled), "returned while the value was still held")
+        }
+        #expect(taskReturned)
         #expect(value.waitingCommandCount == 0)
         hold.release()
         #expect(await offPool { value.wait.lowestPriority.get() } == .success(0))
@@ -55,7 +58,8 @@ struct QueueSafeValueSuspendTests {
             withUnsafeCurrentTask { $0?.cancel() }
             return await value.suspend.highestPriority.set { _ in ran.mutate { $0 = true } }
         }
-        #expect(await task.value == .failure(.cancelled))
+        let taskReturned = await completes { #expect(await task.value == .failure(.cancelled)) }
+        #expect(taskReturned)
         #expect(ran.value == false)
     }
 
