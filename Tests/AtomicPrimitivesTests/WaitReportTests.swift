@@ -193,43 +193,16 @@ struct WaitReportTests {
     func hammeredLockNeverMisreported() {
         let lock = MutexLock(name: "hammered")
         let counter = AtomicBox(0)
-        let threads = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
-        let ids = (0..<16).map { _ in
-            startReportedThread(in: threads) {
-                _ = start.wait(timeout: deadline())
-                for _ in 0..<PropertyRun.rounds(3_000) {
-                    lock.withLock { counter.mutate { $0 += 1 } }
-                }
-            }
-        }
-        let hammer = Set(ids)
-        for _ in 0..<16 { start.signal() }
-        var problems: [String] = []
-        var seen = 0
-        var reports = 0
-        while threads.wait(timeout: .now()) == .timedOut && reports < 100_000 {
-            let report = WaitReport.current
-            reports += 1
-            for wait in report.waits where wait.resource.name == "hammered" {
-                seen += 1
-                if !hammer.contains(wait.waiter.id) { problems.append("a stranger waits: \(wait)") }
-                for holder in wait.holders
-                where holder.waiter == wait.waiter || !hammer.contains(holder.waiter.id)
-                    || holder.site?.hasPrefix(thisFile) != true
-                {
-                    problems.append("wrong holder: \(wait)")
-                }
-            }
-            // By the resource: a hammer thread that has finished may have left its ID to a thread of another test.
-            if report.deadlocks.contains(where: { $0.waits.contains { $0.resource.name == "hammered" } }) {
-                problems.append("a deadlock named: \(report)")
-            }
-        }
-        #expect(threads.wait(timeout: deadline()) == .success)
-        #expect(problems.isEmpty, "\(problems.prefix(3))")
-        #expect(counter.value == 16 * PropertyRun.rounds(3_000))
+        let found = hammerWhileReporting(
+            minimumRounds: PropertyRun.rounds(3_000),
+            file: thisFile,
+            isHammered: { $0.resource.name == "hammered" },
+            round: { _, _ in lock.withLock { counter.mutate { $0 += 1 } } }
+        )
+        #expect(found.finished)
+        #expect(found.problems.isEmpty, "\(found.problems.prefix(3))")
+        #expect(counter.value == found.rounds.reduce(0, +))
         // The hammer did park threads: the reports saw waits to check.
-        #expect(seen > 0, "\(reports) reports saw no wait")
+        #expect(found.seen > 0, "\(found.reports) reports saw no wait")
     }
 }

@@ -78,56 +78,35 @@ struct WaitReportKindsTests {
         "reports taken while 16 threads hammer one value never name a deadlock, a waiter as its own holder, or a stranger"
     )
     func hammeredValueNeverMisreported() {
-        // Waits are picked by where the value was made: a hammer thread that has finished may have left its ID
-        // to a waiter of another test.
+        // Waits are picked by where the value was made.
         let line: UInt = #line
         let value = QueueSafeValue(value: 0, line: line)
         let madeAt = "\(thisFile):\(line)"
-        let rounds = PropertyRun.rounds(2_000)
-        let threads = DispatchGroup()
-        let start = DispatchSemaphore(value: 0)
-        let ids = (0..<16).map { index in
-            startReportedThread(in: threads) {
-                _ = start.wait(timeout: deadline())
-                for round in 0..<rounds {
-                    // Half at the highest priority, closures and combined commands mixed.
-                    if index % 2 == 0 {
-                        _ = value.wait.highestPriority.set { $0 += 1 }
-                    } else if round % 2 == 0 {
-                        _ = value.wait.lowestPriority.set { $0 += 1 }
-                    } else {
-                        _ = value.wait.lowestPriority.get()
-                    }
+        // A holder applying combined commands for others runs them without a site of their own.
+        let found = hammerWhileReporting(
+            minimumRounds: PropertyRun.rounds(2_000),
+            file: thisFile,
+            holdersMayLackSite: true,
+            isHammered: { $0.resource.madeAt == madeAt },
+            round: { thread, number in
+                // Half at the highest priority, closures and combined commands mixed.
+                if thread % 2 == 0 {
+                    _ = value.wait.highestPriority.set { $0 += 1 }
+                } else if number % 2 == 0 {
+                    _ = value.wait.lowestPriority.set { $0 += 1 }
+                } else {
+                    _ = value.wait.lowestPriority.get()
                 }
             }
+        )
+        #expect(found.finished)
+        #expect(found.problems.isEmpty, "\(found.problems.prefix(3))")
+        // Even threads write every round, odd threads every even-numbered one.
+        let writes = found.rounds.enumerated().reduce(0) { sum, thread in
+            sum + (thread.offset % 2 == 0 ? thread.element : (thread.element + 1) / 2)
         }
-        let hammer = Set(ids)
-        for _ in 0..<16 { start.signal() }
-        var problems: [String] = []
-        var seen = 0
-        var reports = 0
-        while threads.wait(timeout: .now()) == .timedOut && reports < 100_000 {
-            let report = WaitReport.current
-            reports += 1
-            for wait in report.waits where wait.resource.madeAt == madeAt {
-                seen += 1
-                if !hammer.contains(wait.waiter.id) { problems.append("a stranger waits: \(wait)") }
-                // A holder applying combined commands for others runs them without a site of their own.
-                for holder in wait.holders
-                where holder.waiter == wait.waiter || !hammer.contains(holder.waiter.id)
-                    || holder.site.map({ !$0.hasPrefix(thisFile) }) == true
-                {
-                    problems.append("wrong holder: \(wait)")
-                }
-            }
-            if report.deadlocks.contains(where: { $0.waits.contains { $0.resource.madeAt == madeAt } }) {
-                problems.append("a deadlock named: \(report)")
-            }
-        }
-        #expect(threads.wait(timeout: deadline()) == .success)
-        #expect(problems.isEmpty, "\(problems.prefix(3))")
-        #expect(value.wait.lowestPriority.get() == .success(8 * rounds + 8 * rounds / 2))
-        #expect(seen > 0, "\(reports) reports saw no wait")
+        #expect(value.wait.lowestPriority.get() == .success(writes))
+        #expect(found.seen > 0, "\(found.reports) reports saw no wait")
     }
 
     @Test("a value's turn and a lock held crosswise are one deadlock of two edges")
