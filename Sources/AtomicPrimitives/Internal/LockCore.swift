@@ -151,11 +151,10 @@ package struct LockCore: ~Copyable {
 
     /// The owner and where it took the mutex, as the wait report reads them from another thread; no holder if free.
     package var waitHolding: WaitHolding {
-        // The site is written before the owner: a site read between two equal reads of the owner is that owner's.
-        let owner = self.owner.pointee.load(ordering: .acquiring)
-        let site = self.ownerSite.pointee.load(ordering: .relaxed)
-        guard owner != 0, self.owner.pointee.load(ordering: .relaxed) == owner else { return WaitHolding() }
-        return WaitHolding(holders: [.init(id: owner, site: site)])
+        guard let owner = WaitHolding.read(holder: self.owner.pointee, site: self.ownerSite.pointee) else {
+            return WaitHolding()
+        }
+        return WaitHolding(holders: [.init(id: owner.word, site: owner.site)])
     }
 
     /// Where the payload of type `Payload` lives in the block.

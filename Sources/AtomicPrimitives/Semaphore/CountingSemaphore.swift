@@ -400,14 +400,11 @@ extension CountingSemaphore: WaitTarget {
 
     /// The one holder of a one-resource semaphore, if it is inside `perform` or `withPermit`.
     package var waitHolding: WaitHolding {
-        // The site is written before the holder: a site read between two equal reads of the holder is its own.
-        let holder = self.holder.load(ordering: .acquiring)
-        let site = self.holderSite.load(ordering: .relaxed)
-        guard holder != 0, self.holder.load(ordering: .relaxed) == holder else {
+        guard let holder = WaitHolding.read(holder: self.holder, site: self.holderSite) else {
             return WaitHolding(state: self.count.waitDescription)
         }
         return WaitHolding(
-            holders: [.init(id: holder & ~1, isTask: holder & 1 != 0, site: site)],
+            holders: [.init(id: holder.word & ~1, isTask: holder.word & 1 != 0, site: holder.site)],
             state: self.count.waitDescription
         )
     }

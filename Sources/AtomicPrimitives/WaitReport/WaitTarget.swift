@@ -1,3 +1,5 @@
+import Synchronization
+
 /// Something a thread or task can wait on that the wait report can describe: a lock, a semaphore, a value's turn, a
 /// queue, a group.
 ///
@@ -44,5 +46,26 @@ package struct WaitHolding {
     package init(holders: [Holder] = [], state: String? = nil) {
         self.holders = holders
         self.state = state
+    }
+
+    /// Reads, from another thread, a holder word and the site its holder stored in `site` before it.
+    ///
+    /// A holder stores its site, then its word with a releasing store. A site read between two equal, nonzero reads
+    /// of the word is that holder's: a later holder stores its site only after the earlier one's word was cleared
+    /// or replaced.
+    ///
+    /// - Parameters:
+    ///   - holder: The holder word; 0 when nobody holds.
+    ///   - site: Where the holder took it, a ``PackedSite``.
+    /// - Returns: The holder word and its site; `nil` if nobody holds, or if the holder changed between the reads.
+    package static func read(
+        holder: borrowing Atomic<UInt>,
+        site: borrowing Atomic<UInt>
+    ) -> (word: UInt, site: UInt)? {
+        let word = holder.load(ordering: .acquiring)
+        // Acquiring, so that the second read of the word is made after this one.
+        let stored = site.load(ordering: .acquiring)
+        guard word != 0, holder.load(ordering: .relaxed) == word else { return nil }
+        return (word, stored)
     }
 }

@@ -588,13 +588,10 @@ extension TurnEngine: WaitTarget {
     /// before its `done`, or one in the instant between taking the turn and starting its closure) has no holder the
     /// engine can name.
     package var waitHolding: WaitHolding {
-        // The site is written before the thread: a site read between two equal reads of the thread is its own.
-        let thread = self.closureThread.load(ordering: .acquiring)
-        let site = self.closureSite.load(ordering: .relaxed)
-        let state = self.turn.load(ordering: .relaxed) == Self.retired ? "retired" : "held"
-        guard thread != 0, self.closureThread.load(ordering: .relaxed) == thread else {
+        guard let thread = WaitHolding.read(holder: self.closureThread, site: self.closureSite) else {
+            let state = self.turn.load(ordering: .relaxed) == Self.retired ? "retired" : "held"
             return WaitHolding(state: "\(state) by a command outside its closure")
         }
-        return WaitHolding(holders: [.init(id: thread, site: site)])
+        return WaitHolding(holders: [.init(id: thread.word, site: thread.site)])
     }
 }
