@@ -71,7 +71,14 @@ let package = Package(
             swiftSettings: swiftSettings
         ),
     ]
-        + upperModules.map { .target(name: $0, dependencies: ["AtomicPrimitives"], swiftSettings: swiftSettings) }
+        // DispatchKit reads the wait records' switch for `sync` directly: one load on every `sync`.
+        + upperModules.map { module in
+            .target(
+                name: module,
+                dependencies: ["AtomicPrimitives"] + (module == "DispatchKit" ? ["ConcurrencyKitCShims"] : []),
+                swiftSettings: swiftSettings
+            )
+        }
         + testedModules.map {
             .testTarget(
                 name: "\($0)Tests",

@@ -42,6 +42,16 @@ static ck_wait_thread *ck_wait_list;
 /// One report at a time: a pin is a flag, not a count.
 static pthread_mutex_t ck_wait_report_lock = PTHREAD_MUTEX_INITIALIZER;
 
+int ck_wait_sync_reasons;
+
+void ck_wait_set_sync_reason(int bit, bool on) {
+    if (on) {
+        __atomic_fetch_or(&ck_wait_sync_reasons, bit, __ATOMIC_RELAXED);
+    } else {
+        __atomic_fetch_and(&ck_wait_sync_reasons, ~bit, __ATOMIC_RELAXED);
+    }
+}
+
 static void ck_wait_free_thread(void *value) {
     ck_wait_thread *thread = value;
     if (ck_wait_current == thread) {
@@ -87,7 +97,7 @@ static ck_wait_thread *ck_wait_make_thread(void) {
     return thread;
 }
 
-void ck_wait_begin(const ck_wait_entry *entry) {
+void *ck_wait_begin(const ck_wait_entry *entry) {
     ck_wait_thread *thread = ck_wait_current;
     if (thread == NULL) {
         thread = ck_wait_make_thread();
@@ -101,6 +111,7 @@ void ck_wait_begin(const ck_wait_entry *entry) {
     atomic_store_explicit(&thread->since, entry->since, memory_order_relaxed);
     // Publishes the fields: a report that sees `active` sees them.
     atomic_store_explicit(&thread->active, 1, memory_order_release);
+    return thread;
 }
 
 void ck_wait_end(void) {
@@ -108,6 +119,11 @@ void ck_wait_end(void) {
     if (thread == NULL) {
         return;
     }
+    ck_wait_end_of(thread);
+}
+
+void ck_wait_end_of(void *record) {
+    ck_wait_thread *thread = record;
     // With the report's pin, a Dekker pair in one total order: either the report sees the wait ended and reads
     // nothing, or this thread sees the pin and waits until the report has copied the wait and retained its object.
     atomic_store_explicit(&thread->active, 0, memory_order_seq_cst);

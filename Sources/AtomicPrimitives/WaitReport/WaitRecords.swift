@@ -52,8 +52,29 @@ package enum WaitRecords {
         return wait()
     }
 
+    /// A wait begun by ``begin(on:as:)``, to end with ``end(_:)``.
+    package struct Begun: @unchecked Sendable {
+        // Safety: the record of the thread that began the wait, which lives until that thread exits; ending the wait
+        // from another thread is what it is for.
+        fileprivate let record: UnsafeMutableRawPointer
+    }
+
+    /// Records that the calling thread now waits on `target` for `call`, for a wait that may end on another thread:
+    /// a `sync` ends its wait where its block starts, which for the main queue is the main thread.
+    ///
+    /// The caller keeps `target` alive, and stays in the call, until ``end(_:)`` returns.
+    package static func begin(on target: AnyObject, as call: BlockingCall) -> Begun {
+        Begun(record: Self.begin(at: UnsafeRawPointer(Unmanaged.passUnretained(target).toOpaque()), as: call))
+    }
+
+    /// Ends the wait `wait`, from any thread; returns once no report reads it any more.
+    package static func end(_ wait: Begun) {
+        ck_wait_end_of(wait.record)
+    }
+
     /// Records that the calling thread now waits on the object at `target` for `call`, until `ck_wait_end()`.
-    private static func begin(at target: UnsafeRawPointer, as call: BlockingCall) {
+    @discardableResult
+    private static func begin(at target: UnsafeRawPointer, as call: BlockingCall) -> UnsafeMutableRawPointer {
         Self.begin(
             at: target,
             api: call.api,
@@ -64,14 +85,15 @@ package enum WaitRecords {
     }
 
     /// Records that the calling thread now waits on the object at `target` in `api`, called at `file`:`line`, until
-    /// `ck_wait_end()`.
+    /// `ck_wait_end()`; returns the thread's record.
+    @discardableResult
     private static func begin(
         at target: UnsafeRawPointer,
         api: StaticString,
         file: UnsafePointer<UInt8>?,
         fileCount: Int,
         line: UInt
-    ) {
+    ) -> UnsafeMutableRawPointer {
         var entry = ck_wait_entry()
         entry.object = target
         entry.api = api.hasPointerRepresentation ? api.utf8Start : nil
@@ -80,7 +102,25 @@ package enum WaitRecords {
         entry.fileCount = fileCount
         entry.line = line
         entry.since = DispatchTime.now().uptimeNanoseconds
-        ck_wait_begin(&entry)
+        return ck_wait_begin(&entry)
+    }
+
+    /// Why `GCDQueue.sync` records its waits (see ``WaitReport/recordsQueueSyncs``).
+    package enum SyncReason: Int32 {
+        /// The app asked.
+        case asked = 1
+        /// A watchdog runs.
+        case watchdog = 2
+    }
+
+    /// Sets or clears one reason for `GCDQueue.sync` to record its waits; they are recorded while any holds.
+    package static func recordSyncs(_ on: Bool, for reason: SyncReason) {
+        ck_wait_set_sync_reason(reason.rawValue, on)
+    }
+
+    /// Whether `GCDQueue.sync` records its waits for `reason`.
+    package static func recordsSyncs(for reason: SyncReason) -> Bool {
+        ck_wait_sync_reason_bits() & reason.rawValue != 0
     }
 
     /// How records name a resource: its object's address.

@@ -109,11 +109,34 @@ typedef struct {
     uint64_t since;
 } ck_wait_entry;
 
-/// Publishes the calling thread's wait; the thread must keep `entry->object` alive until ``ck_wait_end``.
-void ck_wait_begin(const ck_wait_entry *_Nonnull entry);
+/// Publishes the calling thread's wait; the thread must keep `entry->object` alive until ``ck_wait_end`` (or
+/// ``ck_wait_end_of`` with the record returned).
+/// - Returns: The calling thread's record, for ``ck_wait_end_of``.
+void *_Nonnull ck_wait_begin(const ck_wait_entry *_Nonnull entry);
 
 /// Ends the calling thread's wait; returns once no report reads it any more.
 void ck_wait_end(void);
+
+/// Ends the wait of the thread whose record ``ck_wait_begin`` returned, from any thread, while that thread is still
+/// in the call that began it; returns once no report reads it any more.
+void ck_wait_end_of(void *_Nonnull record);
+
+/// Why waits that cost an uncontended call a record are recorded: bit 0, the app asked; bit 1, a watchdog runs. Read
+/// with ``ck_wait_records_syncs``; written with ``ck_wait_set_sync_reason``.
+extern int ck_wait_sync_reasons;
+
+/// ``ck_wait_sync_reasons`` now: one relaxed load.
+static inline int ck_wait_sync_reason_bits(void) {
+    return __atomic_load_n(&ck_wait_sync_reasons, __ATOMIC_RELAXED);
+}
+
+/// Whether a `sync` onto a queue records its wait.
+static inline bool ck_wait_records_syncs(void) {
+    return ck_wait_sync_reason_bits() != 0;
+}
+
+/// Sets or clears the reason `bit` (1 or 2) of ``ck_wait_sync_reasons``.
+void ck_wait_set_sync_reason(int bit, bool on);
 
 /// What a report is shown of one waiting thread, for the time of one call: its wait, whose `object` is alive until
 /// the call returns. The call must only copy, and retain the object: the thread cannot end its wait meanwhile.

@@ -325,14 +325,14 @@ public struct GCDQueue: Sendable, Equatable {
         // Release builds compile the checker out; a closure made for it here would cost an allocation per `sync`.
         if let lock = self.marker.lockOrder, barrier || self.marker.isSerial {
             LockOrderChecker.willAcquire(lock, file: file, line: line)
-            return self.marker.sync(self.dispatchQueue, barrier: barrier) {
+            return self.marker.sync(self.dispatchQueue, barrier: barrier, file: file, line: line) {
                 LockOrderChecker.didAcquire(lock, file: file, line: line)
                 defer { LockOrderChecker.didRelease(lock) }
                 work()
             }
         }
         #endif
-        self.marker.sync(self.dispatchQueue, barrier: barrier, work)
+        self.marker.sync(self.dispatchQueue, barrier: barrier, file: file, line: line, work)
     }
 
     /// Runs `wait`, which has blocks run elsewhere and waits for them, with the queue the caller runs in, `context`,

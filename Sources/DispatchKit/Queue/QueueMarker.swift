@@ -1,5 +1,7 @@
 import AtomicPrimitives
+internal import ConcurrencyKitCShims
 import Dispatch
+import Synchronization
 
 #if canImport(CDispatch)
 import CDispatch
@@ -28,6 +30,15 @@ final class QueueMarker: @unchecked Sendable {
     /// How often the queue was suspended and not yet resumed, and the queue itself while it is: a suspended
     /// `DispatchQueue` must not be released.
     private let suspension = AtomicBox((count: 0, keptAlive: DispatchQueue?.none))
+
+    /// Where the queue was made, a ``PackedSite``; none for main and the global queues.
+    private let madeAt: UInt
+
+    /// The thread running the block of a recorded `sync` that holds the queue alone, 0 if none: the holder the wait
+    /// report names (see ``recordedSync(_:barrier:file:line:_:)``). Written by that thread only.
+    private let syncHolder = Atomic<UInt>(0)
+    /// Where that `sync` was called, a ``PackedSite``; written before ``syncHolder``.
+    private let syncHolderSite = Atomic<UInt>(0)
 
     /// The key every marker is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
@@ -61,8 +72,15 @@ final class QueueMarker: @unchecked Sendable {
     /// The queue's `dispatch_queue_t`, for a `sync` without the overlay's block; nil where it cannot be read.
     private let rawQueue: RawQueue?
 
-    private init(standard: DispatchQueue?, custom: DispatchQueue?, isSerial: Bool, lockOrder: LockOrderIdentity?) {
+    private init(
+        standard: DispatchQueue?,
+        custom: DispatchQueue?,
+        isSerial: Bool,
+        lockOrder: LockOrderIdentity?,
+        madeAt: UInt = PackedSite.none
+    ) {
         self.lockOrder = lockOrder
+        self.madeAt = madeAt
         self.rawQueue = (standard ?? custom).flatMap(RawQueue.init)
         self.standardQueue = standard
         self.customQueue = custom
@@ -90,7 +108,9 @@ final class QueueMarker: @unchecked Sendable {
     static func custom(_ queue: DispatchQueue, isSerial: Bool, file: StaticString, line: UInt) -> QueueMarker {
         let name = "GCDQueue '\(queue.label)'"
         let lockOrder = LockOrderIdentity(name: name, type: GCDQueue.self, file: file, line: line)
-        return QueueMarker(standard: nil, custom: queue, isSerial: isSerial, lockOrder: lockOrder).installed(on: queue)
+        let madeAt = PackedSite.pack(file: file, line: line)
+        return QueueMarker(standard: nil, custom: queue, isSerial: isSerial, lockOrder: lockOrder, madeAt: madeAt)
+            .installed(on: queue)
     }
 
     private func installed(on queue: DispatchQueue) -> QueueMarker {
@@ -116,11 +136,50 @@ final class QueueMarker: @unchecked Sendable {
 
     /// Runs `work` on `queue`, this marker's, and waits for it; as a barrier if `barrier` and the queue is not a global
     /// queue, which takes none.
-    func sync(_ queue: DispatchQueue, barrier: Bool, _ work: () -> Void) {
+    ///
+    /// While ``WaitReport/recordsQueueSyncs`` is on (or a ``WaitWatchdog`` runs), the wait is recorded for the report;
+    /// otherwise this costs one load more than Dispatch's own `sync`. `file` and `line` are the caller's.
+    func sync(_ queue: DispatchQueue, barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
         let barrier = barrier && !self.isGlobal
+        // A global queue is never held: a `sync` onto it only waits for a thread.
+        if ck_wait_records_syncs() && !self.isGlobal {
+            return self.recordedSync(queue, barrier: barrier, file: file, line: line, work)
+        }
+        self.dispatchSync(queue, barrier: barrier, work)
+    }
+
+    /// ``sync(_:barrier:file:line:_:)`` without a record: Dispatch's own.
+    private func dispatchSync(_ queue: DispatchQueue, barrier: Bool, _ work: () -> Void) {
         if let rawQueue = self.rawQueue { return rawQueue.sync(barrier: barrier, work) }
         if barrier { return queue.sync(flags: .barrier, execute: work) }
         queue.sync(execute: work)
+    }
+
+    /// ``sync(_:barrier:file:line:_:)`` recorded for the wait report: the calling thread waits on this queue until
+    /// the block starts (on whichever thread runs it: main's run on the main thread), and the thread that runs the
+    /// block is the queue's holder while it does, if the block holds the queue alone.
+    @inline(never)
+    private func recordedSync(
+        _ queue: DispatchQueue,
+        barrier: Bool,
+        file: StaticString,
+        line: UInt,
+        _ work: () -> Void
+    ) {
+        let api: StaticString = barrier ? "GCDQueue.barrierSync(_:)" : "GCDQueue.sync(_:)"
+        let call = BlockingCall(api: api, alternative: "", file: file, line: line)
+        let holdsAlone = barrier || self.isSerial
+        let site = PackedSite.pack(file: file, line: line)
+        // The queue outlives the wait: the caller holds it until `sync` returns.
+        let wait = WaitRecords.begin(on: self, as: call)
+        self.dispatchSync(queue, barrier: barrier) {
+            WaitRecords.end(wait)
+            guard holdsAlone else { return work() }
+            self.syncHolderSite.store(site, ordering: .relaxed)
+            self.syncHolder.store(currentThreadID(), ordering: .releasing)
+            defer { self.syncHolder.store(0, ordering: .relaxed) }
+            work()
+        }
     }
 
     // MARK: Suspension
@@ -187,5 +246,24 @@ final class QueueMarker: @unchecked Sendable {
     /// queues, whose specifics every queue that targets them inherits.
     var isRunningDirectly: Bool {
         self.labelAddress == 0 || Self.currentLabelAddress == self.labelAddress
+    }
+}
+
+extension QueueMarker: WaitTarget {
+    package var waitResource: WaitReport.Resource {
+        WaitReport.Resource(
+            type: "GCDQueue",
+            name: self.queue?.label,
+            madeAt: PackedSite.describe(self.madeAt),
+            identity: WaitRecords.identity(of: self)
+        )
+    }
+
+    /// The thread running a recorded `sync`'s block that holds the queue alone, if one runs.
+    package var waitHolding: WaitHolding {
+        guard let holder = WaitHolding.read(holder: self.syncHolder, site: self.syncHolderSite) else {
+            return WaitHolding(state: "no recorded sync block runs on it: a block sent with async, or a suspension")
+        }
+        return WaitHolding(holders: [.init(id: holder.word, site: holder.site)])
     }
 }
