@@ -34,8 +34,9 @@ final class QueueMarker: @unchecked Sendable {
     /// Where the queue was made, a ``PackedSite``; none for main and the global queues.
     private let madeAt: UInt
 
-    /// The thread running the block of a recorded `sync` that holds the queue alone, 0 if none: the holder the wait
-    /// report names (see ``recordedSync(_:barrier:file:line:_:)``). Written by that thread only.
+    /// The thread running a recorded `sync`'s block that holds the queue alone; 0 if none.
+    ///
+    /// The holder the wait report names (see ``recordedSync(_:barrier:file:line:_:)``); written by that thread only.
     private let syncHolder = Atomic<UInt>(0)
     /// Where that `sync` was called, a ``PackedSite``; written before ``syncHolder``.
     private let syncHolderSite = Atomic<UInt>(0)
