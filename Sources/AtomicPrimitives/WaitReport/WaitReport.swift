@@ -13,10 +13,11 @@ import Dispatch
 ///
 /// A thread appears once it parks in one of the package's waits: a ``MutexLock`` or ``AtomicBox`` whose lock was
 /// taken, a ``CountingSemaphore`` with nothing free, a `QueueSafeValue`'s turn, a `GCDGroup` or `Queuer` wait; a task
-/// once it suspends in one of their async forms, or in a `TestClock` sleep. Each wait names the call and where it was
-/// made, what it waits on (the type, the name given at `init`, where it was made), how long it has waited, and who
-/// holds what it waits on, with where they took it: the owner of a lock, the thread running a value's command
-/// closure, the thread or task inside a one-resource semaphore's `perform` or `withPermit`.
+/// once it suspends in one of their async forms, or in a `TestClock` sleep; a `GCDQueue.sync` on request (see
+/// ``recordsQueueSyncs``). Each wait names the call and where it was made, what it waits on (the type, the name given
+/// at `init`, where it was made), how long it has waited, and who holds what it waits on, with where they took it: the
+/// owner of a lock, the thread running a value's command closure, the thread or task inside a one-resource
+/// semaphore's `perform` or `withPermit`, the thread in a recorded `sync`'s block.
 ///
 /// The holders make a wait-for graph between threads. Every cycle in it is a deadlock: each thread in it waits for
 /// something that the next one holds, and none can go on. A cycle is only named after a second look finds the same
