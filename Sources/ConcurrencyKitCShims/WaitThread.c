@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #if defined(__linux__)
 #include <sys/syscall.h>
@@ -32,7 +33,9 @@ typedef struct ck_wait_thread {
     _Atomic uint64_t since;
 } ck_wait_thread;
 
-static _Thread_local ck_wait_thread *ck_wait_current;
+// Initial-exec: read at a fixed offset from the thread pointer, not through `__tls_get_addr`, which a position-
+// independent build would call on every wait. One pointer fits the static TLS that glibc keeps for libraries too.
+static _Thread_local ck_wait_thread *ck_wait_current __attribute__((tls_model("initial-exec")));
 static pthread_key_t ck_wait_key;
 static pthread_once_t ck_wait_key_once = PTHREAD_ONCE_INIT;
 /// Guards the list's links, and keeps every record in it alive while a report visits it. A visit holds it only to
@@ -42,15 +45,7 @@ static ck_wait_thread *ck_wait_list;
 /// One report at a time: a pin is a flag, not a count.
 static pthread_mutex_t ck_wait_report_lock = PTHREAD_MUTEX_INITIALIZER;
 
-int ck_wait_sync_reasons;
-
-void ck_wait_set_sync_reason(int bit, bool on) {
-    if (on) {
-        __atomic_fetch_or(&ck_wait_sync_reasons, bit, __ATOMIC_RELAXED);
-    } else {
-        __atomic_fetch_and(&ck_wait_sync_reasons, ~bit, __ATOMIC_RELAXED);
-    }
-}
+int ck_wait_syncs_recorded;
 
 static void ck_wait_free_thread(void *value) {
     ck_wait_thread *thread = value;
@@ -97,18 +92,31 @@ static ck_wait_thread *ck_wait_make_thread(void) {
     return thread;
 }
 
+/// Now, on the clock `DispatchTime.uptimeNanoseconds` reads on Linux, read from the tick the kernel last kept: a
+/// few nanoseconds where a precise read costs tens, at most a tick (a few milliseconds) behind.
+static uint64_t ck_wait_coarse_now(void) {
+    struct timespec now;
+#if defined(CLOCK_MONOTONIC_COARSE)
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &now);
+#endif
+    return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+}
+
 void *ck_wait_begin(const ck_wait_entry *entry) {
     ck_wait_thread *thread = ck_wait_current;
     if (thread == NULL) {
         thread = ck_wait_make_thread();
     }
+    uint64_t since = entry->since != 0 ? entry->since : ck_wait_coarse_now();
     atomic_store_explicit(&thread->object, (uintptr_t)entry->object, memory_order_relaxed);
     atomic_store_explicit(&thread->api, (uintptr_t)entry->api, memory_order_relaxed);
     atomic_store_explicit(&thread->apiCount, entry->apiCount, memory_order_relaxed);
     atomic_store_explicit(&thread->file, (uintptr_t)entry->file, memory_order_relaxed);
     atomic_store_explicit(&thread->fileCount, entry->fileCount, memory_order_relaxed);
     atomic_store_explicit(&thread->line, entry->line, memory_order_relaxed);
-    atomic_store_explicit(&thread->since, entry->since, memory_order_relaxed);
+    atomic_store_explicit(&thread->since, since, memory_order_relaxed);
     // Publishes the fields: a report that sees `active` sees them.
     atomic_store_explicit(&thread->active, 1, memory_order_release);
     return thread;

@@ -20,8 +20,11 @@ public func deadline(_ seconds: Int = patienceSeconds) -> DispatchTime {
 ///
 /// A test that deadlocks in one of the package's waits writes the wait report to standard error (at once for
 /// a cycle, after half the patience for a stall), long before its wait gives up at ``patienceSeconds``, so that it
-/// ends with the report rather than a bare time-out. A test that starts a watchdog of its own replaces it.
+/// ends with the report rather than a bare time-out. A test that starts a watchdog of its own replaces it. Syncs onto
+/// queues are recorded too (``WaitReport/recordsQueueSyncs``).
 public let suiteWatchdog: Void = {
+    // Queue syncs too: every sync of the suites takes the recorded path, under the sanitizers as well.
+    WaitReport.recordsQueueSyncs = true
     if !WaitWatchdog.isRunning { WaitWatchdog.start(after: .seconds(patienceSeconds / 2)) }
 }()
 

@@ -63,8 +63,11 @@ package enum WaitRecords {
     /// a `sync` ends its wait where its block starts, which for the main queue is the main thread.
     ///
     /// The caller keeps `target` alive, and stays in the call, until ``end(_:)`` returns.
+    /// Its start is read coarsely, to a few milliseconds, for a few nanoseconds: a `sync` records itself whether it
+    /// will wait or not.
     package static func begin(on target: AnyObject, as call: BlockingCall) -> Begun {
-        Begun(record: Self.begin(at: UnsafeRawPointer(Unmanaged.passUnretained(target).toOpaque()), as: call))
+        let target = UnsafeRawPointer(Unmanaged.passUnretained(target).toOpaque())
+        return Begun(record: Self.begin(at: target, as: call, coarsely: true))
     }
 
     /// Ends the wait `wait`, from any thread; returns once no report reads it any more.
@@ -72,27 +75,34 @@ package enum WaitRecords {
         ck_wait_end_of(wait.record)
     }
 
-    /// Records that the calling thread now waits on the object at `target` for `call`, until `ck_wait_end()`.
+    /// Records that the calling thread now waits on the object at `target` for `call`, until `ck_wait_end()`; read
+    /// the start `coarsely` if asked.
     @discardableResult
-    private static func begin(at target: UnsafeRawPointer, as call: BlockingCall) -> UnsafeMutableRawPointer {
+    private static func begin(
+        at target: UnsafeRawPointer,
+        as call: BlockingCall,
+        coarsely: Bool = false
+    ) -> UnsafeMutableRawPointer {
         Self.begin(
             at: target,
             api: call.api,
             file: call.file.hasPointerRepresentation ? call.file.utf8Start : nil,
             fileCount: call.file.hasPointerRepresentation ? call.file.utf8CodeUnitCount : 0,
-            line: call.line
+            line: call.line,
+            coarsely: coarsely
         )
     }
 
     /// Records that the calling thread now waits on the object at `target` in `api`, called at `file`:`line`, until
-    /// `ck_wait_end()`; returns the thread's record.
+    /// `ck_wait_end()`, since now (read `coarsely`, to a few milliseconds, if asked); returns the thread's record.
     @discardableResult
     private static func begin(
         at target: UnsafeRawPointer,
         api: StaticString,
         file: UnsafePointer<UInt8>?,
         fileCount: Int,
-        line: UInt
+        line: UInt,
+        coarsely: Bool = false
     ) -> UnsafeMutableRawPointer {
         var entry = ck_wait_entry()
         entry.object = target
@@ -101,26 +111,14 @@ package enum WaitRecords {
         entry.file = file
         entry.fileCount = fileCount
         entry.line = line
-        entry.since = DispatchTime.now().uptimeNanoseconds
+        entry.since = coarsely ? 0 : DispatchTime.now().uptimeNanoseconds
         return ck_wait_begin(&entry)
     }
 
-    /// Why `GCDQueue.sync` records its waits (see ``WaitReport/recordsQueueSyncs``).
-    package enum SyncReason: Int32 {
-        /// The app asked.
-        case asked = 1
-        /// A watchdog runs.
-        case watchdog = 2
-    }
-
-    /// Sets or clears one reason for `GCDQueue.sync` to record its waits; they are recorded while any holds.
-    package static func recordSyncs(_ on: Bool, for reason: SyncReason) {
-        ck_wait_set_sync_reason(reason.rawValue, on)
-    }
-
-    /// Whether `GCDQueue.sync` records its waits for `reason`.
-    package static func recordsSyncs(for reason: SyncReason) -> Bool {
-        ck_wait_sync_reason_bits() & reason.rawValue != 0
+    /// Whether `GCDQueue.sync` records its waits (see ``WaitReport/recordsQueueSyncs``).
+    package static var recordsSyncs: Bool {
+        get { ck_wait_records_syncs() }
+        set { ck_wait_set_records_syncs(newValue) }
     }
 
     /// How records name a resource: its object's address.

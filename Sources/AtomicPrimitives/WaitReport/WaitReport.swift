@@ -34,8 +34,7 @@ public struct WaitReport: Sendable, CustomStringConvertible {
     /// Every cycle of waits, confirmed by a second look.
     public let deadlocks: [Deadlock]
 
-    /// Whether a `GCDQueue.sync` (or `barrierSync`) records its wait, so that reports list it: off by default, and
-    /// in effect while a ``WaitWatchdog`` runs whatever it is set to.
+    /// Whether a `GCDQueue.sync` (or `barrierSync`) records its wait, so that reports list it; off by default.
     ///
     /// ```swift
     /// import AtomicPrimitives
@@ -46,14 +45,15 @@ public struct WaitReport: Sendable, CustomStringConvertible {
     /// WaitReport.recordsQueueSyncs = false
     /// ```
     ///
-    /// Dispatch decides inside its own `sync` whether the caller waits, so a `sync` that is recorded records itself
-    /// before it calls Dispatch, whether it will wait or not: a clock read, a few stores and a fence, about 5–10% of an
-    /// uncontended `sync`. While off, a `sync` pays one load. A recorded `sync` onto a serial queue, or a barrier,
-    /// names the thread that runs its block as the queue's holder while the block runs; a block sent with `async` is
-    /// no holder the report knows.
+    /// Dispatch decides inside its own `sync` whether the caller waits, so a recorded `sync` records itself before
+    /// it calls Dispatch, whether it will wait or not, and ends the record when its block starts: a coarse clock
+    /// read, a few stores and a fence, about a third more than an uncontended `sync` costs (measured on Linux
+    /// x86-64). While off, a `sync` pays one load. A recorded `sync` onto a serial queue, or a barrier, names the
+    /// thread that runs its block as the queue's holder while the block runs; a block sent with `async` is no holder
+    /// the report knows. How long a recorded `sync` has waited is read to a few milliseconds.
     public static var recordsQueueSyncs: Bool {
-        get { WaitRecords.recordsSyncs(for: .asked) }
-        set { WaitRecords.recordSyncs(newValue, for: .asked) }
+        get { WaitRecords.recordsSyncs }
+        set { WaitRecords.recordsSyncs = newValue }
     }
 
     /// A report of the waits in progress now.

@@ -19,8 +19,8 @@ import Synchronization
 /// your own way, or to end the process.
 ///
 /// The watchdog is one timer on a queue of its own; it never blocks a waiter or a holder, and an idle process pays
-/// one look at the records per period. While it runs, `GCDQueue.sync` records its waits too (see
-/// ``WaitReport/recordsQueueSyncs``). The period is a quarter of the threshold, between 10 ms and 1 s.
+/// one look at the records per period. To have it see `GCDQueue.sync` waits too, turn on
+/// ``WaitReport/recordsQueueSyncs``. The period is a quarter of the threshold, between 10 ms and 1 s.
 public enum WaitWatchdog {
     /// Whether the watchdog runs.
     public static var isRunning: Bool {
@@ -44,8 +44,6 @@ public enum WaitWatchdog {
         timer.schedule(deadline: .now(), repeating: Deadline.Span(period).interval ?? .seconds(1))
         let previous = Self.state.mutate { state in
             defer { state = Running(timer: timer) }
-            // Under the lock, as `stop()` clears it: the reason holds exactly while a watchdog runs.
-            WaitRecords.recordSyncs(true, for: .watchdog)
             return state
         }
         previous?.timer.cancel()
@@ -56,7 +54,6 @@ public enum WaitWatchdog {
     public static func stop() {
         Self.state.mutate { state in
             defer { state = nil }
-            WaitRecords.recordSyncs(false, for: .watchdog)
             return state
         }?.timer.cancel()
     }

@@ -105,7 +105,8 @@ typedef struct {
     const uint8_t *_Nullable file;
     intptr_t fileCount;
     uintptr_t line;
-    /// When the wait began, in `DispatchTime.uptimeNanoseconds`.
+    /// When the wait began, in `DispatchTime.uptimeNanoseconds`; 0 for now, read coarsely (on Linux, to the tick the
+    /// kernel last kept, a few milliseconds at most).
     uint64_t since;
 } ck_wait_entry;
 
@@ -121,22 +122,19 @@ void ck_wait_end(void);
 /// in the call that began it; returns once no report reads it any more.
 void ck_wait_end_of(void *_Nonnull record);
 
-/// Why waits that cost an uncontended call a record are recorded: bit 0, the app asked; bit 1, a watchdog runs. Read
-/// with ``ck_wait_records_syncs``; written with ``ck_wait_set_sync_reason``.
-extern int ck_wait_sync_reasons;
+/// Whether a `sync` onto a queue records its wait (`WaitReport.recordsQueueSyncs`); 0 or 1, read and written with
+/// ``ck_wait_records_syncs`` and ``ck_wait_set_records_syncs``.
+extern int ck_wait_syncs_recorded;
 
-/// ``ck_wait_sync_reasons`` now: one relaxed load.
-static inline int ck_wait_sync_reason_bits(void) {
-    return __atomic_load_n(&ck_wait_sync_reasons, __ATOMIC_RELAXED);
-}
-
-/// Whether a `sync` onto a queue records its wait.
+/// Whether a `sync` onto a queue records its wait: one relaxed load.
 static inline bool ck_wait_records_syncs(void) {
-    return ck_wait_sync_reason_bits() != 0;
+    return __atomic_load_n(&ck_wait_syncs_recorded, __ATOMIC_RELAXED) != 0;
 }
 
-/// Sets or clears the reason `bit` (1 or 2) of ``ck_wait_sync_reasons``.
-void ck_wait_set_sync_reason(int bit, bool on);
+/// Sets whether a `sync` onto a queue records its wait.
+static inline void ck_wait_set_records_syncs(bool on) {
+    __atomic_store_n(&ck_wait_syncs_recorded, on ? 1 : 0, __ATOMIC_RELAXED);
+}
 
 /// What a report is shown of one waiting thread, for the time of one call: its wait, whose `object` is alive until
 /// the call returns. The call must only copy, and retain the object: the thread cannot end its wait meanwhile.

@@ -138,7 +138,7 @@ final class QueueMarker: @unchecked Sendable {
     /// Runs `work` on `queue`, this marker's, and waits for it; as a barrier if `barrier` and the queue is not a global
     /// queue, which takes none.
     ///
-    /// While ``WaitReport/recordsQueueSyncs`` is on (or a ``WaitWatchdog`` runs), the wait is recorded for the report;
+    /// While ``WaitReport/recordsQueueSyncs`` is on, the wait is recorded for the report;
     /// otherwise this costs one load more than Dispatch's own `sync`. `file` and `line` are the caller's.
     func sync(_ queue: DispatchQueue, barrier: Bool, file: StaticString, line: UInt, _ work: () -> Void) {
         let barrier = barrier && !self.isGlobal
