@@ -33,9 +33,14 @@ typedef struct ck_wait_thread {
     _Atomic uint64_t since;
 } ck_wait_thread;
 
+#if defined(__GLIBC__)
 // Initial-exec: read at a fixed offset from the thread pointer, not through `__tls_get_addr`, which a position-
-// independent build would call on every wait. One pointer fits the static TLS that glibc keeps for libraries too.
+// independent build would call on every wait. One pointer fits the static TLS that glibc keeps for libraries loaded
+// later too. (Other loaders, Android's among them, refuse it in a library loaded later.)
 static _Thread_local ck_wait_thread *ck_wait_current __attribute__((tls_model("initial-exec")));
+#else
+static _Thread_local ck_wait_thread *ck_wait_current;
+#endif
 static pthread_key_t ck_wait_key;
 static pthread_once_t ck_wait_key_once = PTHREAD_ONCE_INIT;
 /// Guards the list's links, and keeps every record in it alive while a report visits it. A visit holds it only to
@@ -92,9 +97,13 @@ static ck_wait_thread *ck_wait_make_thread(void) {
     return thread;
 }
 
-/// Now, on the clock `DispatchTime.uptimeNanoseconds` reads on Linux, read from the tick the kernel last kept: a
-/// few nanoseconds where a precise read costs tens, at most a tick (a few milliseconds) behind.
+/// Now, on the clock `DispatchTime.uptimeNanoseconds` reads, coarsely: a few nanoseconds where a precise read costs
+/// tens, at most a tick (a few milliseconds) behind. Linux's Dispatch reads `CLOCK_MONOTONIC`; Darwin's reads the
+/// uptime, which stops while the machine sleeps, where Darwin's `CLOCK_MONOTONIC` does not.
 static uint64_t ck_wait_coarse_now(void) {
+#if defined(__APPLE__)
+    return clock_gettime_nsec_np(CLOCK_UPTIME_RAW_APPROX);
+#else
     struct timespec now;
 #if defined(CLOCK_MONOTONIC_COARSE)
     clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
@@ -102,6 +111,7 @@ static uint64_t ck_wait_coarse_now(void) {
     clock_gettime(CLOCK_MONOTONIC, &now);
 #endif
     return (uint64_t)now.tv_sec * 1000000000u + (uint64_t)now.tv_nsec;
+#endif
 }
 
 void *ck_wait_begin(const ck_wait_entry *entry) {

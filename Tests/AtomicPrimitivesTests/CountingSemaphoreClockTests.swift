@@ -42,6 +42,8 @@ struct CountingSemaphoreClockTests {
         let semaphore = CountingSemaphore()
         let waiter = Task { await semaphore.wait(timeout: .seconds(3_600), clock: clock) }
         try await clock.waitForSleepers(1, timeout: patienceLimit)
+        // The sleeper starts before the waiter joins the line: a signal in between would find nobody to hand to.
+        #expect(await suspendUntil { semaphore.waiterCount == 1 })
         #expect(semaphore.signal() == 1)
         // Taken off by the signal itself, before the waiting task resumes: `run()` must not move the time to it.
         #expect(clock.deadlines.isEmpty, "the granting signal takes the sleeper off the clock")

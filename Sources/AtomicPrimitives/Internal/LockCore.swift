@@ -247,7 +247,7 @@ package struct LockCore: ~Copyable {
         if CLibrary.tryLock(self.mutex) != 0 {
             Self.lockWaiting(self.mutex, at: PackedSite.pack(file: file, line: line), reporting: waiting)
         }
-        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
         self.owner.pointee.store(thread, ordering: .releasing)
     }
 
@@ -311,7 +311,7 @@ package struct LockCore: ~Copyable {
             precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return false
         }
-        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
         self.owner.pointee.store(currentThreadID(), ordering: .releasing)
         #if DEBUG
         if self.observerSerial != 0, LockOrderChecking.isOn {

@@ -298,7 +298,7 @@ public final class CountingSemaphore {
     @inline(__always)
     func noteHolder(_ id: UInt, file: StaticString, line: UInt) -> UInt {
         guard self.keepsHolder else { return 0 }
-        self.holderSite.store(PackedSite.pack(file: file, line: line), ordering: .relaxed)
+        self.holderSite.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
         self.holder.store(id, ordering: .releasing)
         return id
     }

@@ -60,7 +60,7 @@ package enum WaitRecords {
     }
 
     /// Records that the calling thread now waits on `target` for `call`, for a wait that may end on another thread:
-    /// a `sync` ends its wait where its block starts, which for the main queue is the main thread.
+    /// a `sync` ends its wait where its block starts, which for the main queue is the thread that drains it.
     ///
     /// The caller keeps `target` alive, and stays in the call, until ``end(_:)`` returns.
     /// Its start is read coarsely, to a few milliseconds, for a few nanoseconds: a `sync` records itself whether it

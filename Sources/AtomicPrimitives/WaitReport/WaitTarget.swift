@@ -50,9 +50,12 @@ package struct WaitHolding {
 
     /// Reads, from another thread, a holder word and the site its holder stored in `site` before it.
     ///
-    /// A holder stores its site, then its word with a releasing store. A site read between two equal, nonzero reads
-    /// of the word is that holder's: a later holder stores its site only after the earlier one's word was cleared
-    /// or replaced.
+    /// A holder stores its site, then its word, both with releasing stores. A site read between two equal, nonzero
+    /// reads of the word is that holder's: a later holder stores its site only after the earlier one's word was
+    /// cleared or replaced, so reading the later site (acquiring) orders the second read of the word after that
+    /// clear. Unless the same holder left and came back between the two reads: the site may then be that of a holder
+    /// in between, for one report. A deadlock is named only after a second look, so this can mislabel a site, never
+    /// make a cycle.
     ///
     /// - Parameters:
     ///   - holder: The holder word; 0 when nobody holds.

@@ -157,7 +157,7 @@ final class QueueMarker: @unchecked Sendable {
     }
 
     /// ``sync(_:barrier:file:line:_:)`` recorded for the wait report: the calling thread waits on this queue until
-    /// the block starts (on whichever thread runs it: main's run on the main thread), and the thread that runs the
+    /// the block starts (on whichever thread runs it: main's run on the thread that drains the main queue), and the thread that runs the
     /// block is the queue's holder while it does, if the block holds the queue alone.
     @inline(never)
     private func recordedSync(
@@ -176,7 +176,7 @@ final class QueueMarker: @unchecked Sendable {
         self.dispatchSync(queue, barrier: barrier) {
             WaitRecords.end(wait)
             guard holdsAlone else { return work() }
-            self.syncHolderSite.store(site, ordering: .relaxed)
+            self.syncHolderSite.store(site, ordering: .releasing)
             self.syncHolder.store(currentThreadID(), ordering: .releasing)
             defer { self.syncHolder.store(0, ordering: .relaxed) }
             work()

@@ -521,7 +521,7 @@ final class TurnEngine: @unchecked Sendable {
     func closureStarted(at site: UInt) -> UInt {
         // Only the turn holder writes these, so a load and a store do what an exchange would, for less.
         let previous = self.closureThread.load(ordering: .relaxed)
-        self.closureSite.store(site, ordering: .relaxed)
+        self.closureSite.store(site, ordering: .releasing)
         self.closureThread.store(currentThreadID(), ordering: .releasing)
         return previous
     }
