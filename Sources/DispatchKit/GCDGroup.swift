@@ -36,7 +36,7 @@ public final class GCDGroup: Sendable {
     /// - Returns: This group, so that calls can be chained.
     @discardableResult
     public func async(_ block: @escaping @Sendable () -> Void) -> GCDGroup {
-        self.queue.dispatchQueue.async(group: self.dispatchGroup, execute: block)
+        self.queue.dispatchQueue.async(group: self.dispatchGroup, execute: self.queue.marker.sent(block))
         return self
     }
 
@@ -111,7 +111,7 @@ public final class GCDGroup: Sendable {
     ///
     /// - Parameter block: The notification.
     public func notify(_ block: @escaping @Sendable () -> Void) {
-        self.dispatchGroup.notify(queue: self.queue.dispatchQueue, execute: block)
+        self.dispatchGroup.notify(queue: self.queue.dispatchQueue, execute: self.queue.marker.sent(block))
     }
 
     /// Runs `task` on its own queue once everything in the group has finished.

@@ -54,6 +54,31 @@ struct WaitReportQueueSyncTests {
         }
     }
 
+    @Test("a sync onto a serial queue held by a block sent with async names the thread running that block")
+    func serialQueueHeldByAsyncBlock() throws {
+        try recordingSyncs {
+            let queue = GCDQueue(name: "report.async")
+            let release = DispatchSemaphore(value: 0)
+            let inside = DispatchSemaphore(value: 0)
+            let holder = AtomicBox<UInt>(0)
+            queue.async {
+                holder.mutate { $0 = UInt(pthread_self()) }
+                inside.signal()
+                hold(until: release)
+            }
+            _ = inside.wait(timeout: deadline())
+            let threads = DispatchGroup()
+            let waiter = startReportedThread(in: threads) { queue.sync {} }
+            let report = waitReport { wait(of: waiter, in: $0) != nil }
+            release.signal()
+            #expect(threads.wait(timeout: deadline()) == .success)
+            let found = try #require(report.flatMap { wait(of: waiter, in: $0) })
+            #expect(found.holders.map(\.waiter.id) == [holder.value], "\(report!)")
+            // Sent with `async`, which takes no call site.
+            #expect(found.holders.first?.site == nil)
+        }
+    }
+
     @Test("a barrierSync onto a concurrent queue held by another barrier names the barrier's thread; syncs do not hold")
     func concurrentQueueHeldByBarrier() throws {
         try recordingSyncs {
@@ -97,7 +122,9 @@ struct WaitReportQueueSyncTests {
             let release = DispatchSemaphore(value: 0)
             let inside = DispatchSemaphore(value: 0)
             let threads = DispatchGroup()
+            let onMain = AtomicBox<UInt>(0)
             GCDQueue.main.async {
+                onMain.mutate { $0 = UInt(pthread_self()) }
                 inside.signal()
                 hold(until: release)
             }
@@ -111,8 +138,8 @@ struct WaitReportQueueSyncTests {
             let waiting = waitReport { wait(of: waiter, in: $0) != nil }
             let found = try #require(waiting.flatMap { wait(of: waiter, in: $0) })
             #expect(found.resource.type == "GCDQueue" && found.call == "GCDQueue.sync(_:)")
-            // Held by a block sent with async: no holder the report knows.
-            #expect(found.holders.isEmpty)
+            // Held by the block sent with async, on the thread that drains main.
+            #expect(found.holders.map(\.waiter.id) == [onMain.value], "\(found)")
             release.signal()
             _ = inside.wait(timeout: deadline())
             // The block runs on the thread that drains main now; the caller still waits in `sync`, but not for the queue.
@@ -156,6 +183,43 @@ struct WaitReportQueueSyncTests {
             guard syncShows(within: Double(patienceSeconds)) else { _exit(4) }
             WaitReport.recordsQueueSyncs = false
             guard !syncShows(within: 0.2) else { _exit(5) }
+            _exit(0)
+        }
+    }
+
+    @Test("main.sync from a queue's block while a block on main syncs onto that queue is one deadlock of two edges")
+    func twoCycleMainAndQueue() async {
+        // A deadlock that nothing breaks: in a child process, which ends with its threads still parked.
+        await #expect(processExitsWith: .success) {
+            LockOrderChecking.mode = .off
+            WaitReport.recordsQueueSyncs = true
+            let queue = GCDQueue(name: "crosswise.serial")
+            let bothHold = DispatchSemaphore(value: 0)
+            let go = DispatchSemaphore(value: 0)
+            let onMain = AtomicBox<UInt>(0)
+            GCDQueue.main.async {
+                onMain.mutate { $0 = UInt(pthread_self()) }
+                bothHold.signal()
+                _ = go.wait(timeout: deadline())
+                queue.sync {}
+            }
+            let threads = DispatchGroup()
+            let first = startReportedThread(in: threads) {
+                queue.sync {
+                    bothHold.signal()
+                    _ = go.wait(timeout: deadline())
+                    GCDQueue.main.sync {}
+                }
+            }
+            for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
+            go.signal()
+            go.signal()
+            let pair: Set = [first, onMain.value]
+            let report = waitReport { report in report.deadlocks.contains { Set($0.waits.map(\.waiter.id)) == pair } }
+            guard let cycle = report?.deadlocks.first(where: { Set($0.waits.map(\.waiter.id)) == pair }) else {
+                _exit(2)
+            }
+            guard "\(cycle)".contains("GCDQueue \"crosswise.serial\"") else { _exit(3) }
             _exit(0)
         }
     }

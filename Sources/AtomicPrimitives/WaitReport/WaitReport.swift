@@ -48,9 +48,12 @@ public struct WaitReport: Sendable, CustomStringConvertible {
     /// Dispatch decides inside its own `sync` whether the caller waits, so a recorded `sync` records itself before
     /// it calls Dispatch, whether it will wait or not, and ends the record when its block starts: a coarse clock
     /// read, a few stores and a fence, about a third more than an uncontended `sync` costs (measured on Linux
-    /// x86-64). While off, a `sync` pays one load. A recorded `sync` onto a serial queue, or a barrier, names the
-    /// thread that runs its block as the queue's holder while the block runs; a block sent with `async` is no holder
-    /// the report knows. How long a recorded `sync` has waited is read to a few milliseconds.
+    /// x86-64). While off, a `sync` pays one load. While on, a block that holds a queue alone (any block on a
+    /// serial queue or main, a barrier on a queue of one's own), sent through `GCDQueue` (`sync`, `async`, `after`,
+    /// a group's `async` or `notify`), names the thread that runs it as the queue's holder while it runs; a block sent
+    /// before recording began, or straight to the `DispatchQueue`, and the main thread's own code are no holder the
+    /// report knows; such an `async` costs one allocation more. How long a recorded `sync` has waited is read to a
+    /// few milliseconds.
     public static var recordsQueueSyncs: Bool {
         get { WaitRecords.recordsSyncs }
         set { WaitRecords.recordsSyncs = newValue }

@@ -139,7 +139,7 @@ public struct GCDQueue: Sendable, Equatable {
     @discardableResult
     @inlinable
     public func async(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
-        self.dispatchQueue.async(execute: block)
+        self.dispatchQueue.async(execute: self.marker.sent(block))
         if self.marker.isMain { self.noteSendToMain() }
         return self
     }
@@ -179,7 +179,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Returns: This queue, so that calls can be chained.
     @discardableResult
     public func async(_ blocks: [@Sendable () -> Void]) -> GCDQueue {
-        for block in blocks { self.dispatchQueue.async(execute: block) }
+        for block in blocks { self.dispatchQueue.async(execute: self.marker.sent(block)) }
         if self.marker.isMain && !blocks.isEmpty { self.noteSendToMain() }
         return self
     }
@@ -378,7 +378,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// - Returns: This queue, so that calls can be chained.
     @discardableResult
     public func barrierAsync(_ block: @escaping @Sendable () -> Void) -> GCDQueue {
-        self.dispatchQueue.async(flags: .barrier, execute: block)
+        self.dispatchQueue.async(flags: .barrier, execute: self.marker.sent(block, barrier: true))
         if self.marker.isMain { self.noteSendToMain() }
         return self
     }
@@ -442,7 +442,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// Runs `block` after `delay`, or never if it is `nil`.
     private func after(_ delay: DispatchTimeInterval?, _ block: @escaping @Sendable () -> Void) -> GCDQueue {
         guard let delay else { return self }
-        self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: block)
+        self.dispatchQueue.asyncAfter(deadline: .now() + delay, execute: self.marker.sent(block))
         if self.marker.isMain { self.noteSendToMain() }
         return self
     }

@@ -34,12 +34,13 @@ final class QueueMarker: @unchecked Sendable {
     /// Where the queue was made, a ``PackedSite``; none for main and the global queues.
     private let madeAt: UInt
 
-    /// The thread running a recorded `sync`'s block that holds the queue alone; 0 if none.
+    /// The thread running a block that holds the queue alone, sent while syncs are recorded; 0 if none.
     ///
-    /// The holder the wait report names (see ``recordedSync(_:barrier:file:line:_:)``); written by that thread only.
-    private let syncHolder = Atomic<UInt>(0)
-    /// Where that `sync` was called, a ``PackedSite``; written before ``syncHolder``.
-    private let syncHolderSite = Atomic<UInt>(0)
+    /// The holder the wait report names (see ``recordedSync(_:barrier:file:line:_:)`` and ``sent(_:barrier:)``);
+    /// written by that thread only.
+    private let holder = Atomic<UInt>(0)
+    /// Where the block was sent, a ``PackedSite`` (none for a block sent with `async`); written before ``holder``.
+    private let holderSite = Atomic<UInt>(0)
 
     /// The key every marker is set under.
     static let key = DispatchSpecificKey<QueueMarker>()
@@ -176,11 +177,25 @@ final class QueueMarker: @unchecked Sendable {
         self.dispatchSync(queue, barrier: barrier) {
             WaitRecords.end(wait)
             guard holdsAlone else { return work() }
-            self.syncHolderSite.store(site, ordering: .releasing)
-            self.syncHolder.store(currentThreadID(), ordering: .releasing)
-            defer { self.syncHolder.store(0, ordering: .relaxed) }
-            work()
+            self.holding(at: site, work)
         }
+    }
+
+    /// `block` as it is to be sent to the queue: while ``WaitReport/recordsQueueSyncs`` is on, a block that holds the
+    /// queue alone (on a serial queue, or as a barrier on a queue of one's own) names the thread that runs it as the
+    /// queue's holder while it runs, so that a `sync` waiting for it has a holder in the report.
+    @usableFromInline
+    func sent(_ block: @escaping @Sendable () -> Void, barrier: Bool = false) -> @Sendable () -> Void {
+        guard ck_wait_records_syncs(), self.isSerial || (barrier && !self.isGlobal) else { return block }
+        return { self.holding(at: PackedSite.none, block) }
+    }
+
+    /// Runs `work` as the queue's holder, sent at `site`.
+    private func holding(at site: UInt, _ work: () -> Void) {
+        self.holderSite.store(site, ordering: .releasing)
+        self.holder.store(currentThreadID(), ordering: .releasing)
+        defer { self.holder.store(0, ordering: .relaxed) }
+        work()
     }
 
     // MARK: Suspension
@@ -260,10 +275,13 @@ extension QueueMarker: WaitTarget {
         )
     }
 
-    /// The thread running a recorded `sync`'s block that holds the queue alone, if one runs.
+    /// The thread running a block that holds the queue alone, sent while syncs are recorded, if one runs.
     package var waitHolding: WaitHolding {
-        guard let holder = WaitHolding.read(holder: self.syncHolder, site: self.syncHolderSite) else {
-            return WaitHolding(state: "no recorded sync block runs on it: a block sent with async, or a suspension")
+        guard let holder = WaitHolding.read(holder: self.holder, site: self.holderSite) else {
+            return WaitHolding(
+                state: "held by no block the records know: one sent before recording began or from outside, "
+                    + "the main thread's own code, or a suspension"
+            )
         }
         return WaitHolding(holders: [.init(id: holder.word, site: holder.site)])
     }
