@@ -120,7 +120,7 @@ public final class GCDGroup: Sendable {
     ///
     /// - Parameter task: The notification.
     public func notify(_ task: GCDTask) {
-        self.dispatchGroup.notify(queue: task.queue.dispatchQueue) { task.sync() }
+        self.dispatchGroup.notify(queue: task.queue.dispatchQueue, execute: task.queue.marker.sent { task.sync() })
     }
 
     /// Blocks the calling thread until everything in the group has finished.

@@ -79,6 +79,34 @@ struct WaitReportQueueSyncTests {
         }
     }
 
+    @Test(
+        "a group's notifications, a block and a task, hold a serial queue as its async blocks do",
+        arguments: [false, true]
+    )
+    func serialQueueHeldByNotification(asTask: Bool) throws {
+        try recordingSyncs {
+            let queue = GCDQueue(name: "report.notify")
+            let release = DispatchSemaphore(value: 0)
+            let inside = DispatchSemaphore(value: 0)
+            let holder = AtomicBox<UInt>(0)
+            let body: @Sendable () -> Void = {
+                holder.mutate { $0 = UInt(pthread_self()) }
+                inside.signal()
+                hold(until: release)
+            }
+            let group = GCDGroup(queue: queue)
+            if asTask { group.notify(GCDTask(queue: queue, body)) } else { group.notify(body) }
+            _ = inside.wait(timeout: deadline())
+            let threads = DispatchGroup()
+            let waiter = startReportedThread(in: threads) { queue.sync {} }
+            let report = waitReport { wait(of: waiter, in: $0) != nil }
+            release.signal()
+            #expect(threads.wait(timeout: deadline()) == .success)
+            let found = try #require(report.flatMap { wait(of: waiter, in: $0) })
+            #expect(found.holders.map(\.waiter.id) == [holder.value], "\(report!)")
+        }
+    }
+
     @Test("a barrierSync onto a concurrent queue held by another barrier names the barrier's thread; syncs do not hold")
     func concurrentQueueHeldByBarrier() throws {
         try recordingSyncs {

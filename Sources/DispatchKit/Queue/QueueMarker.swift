@@ -158,8 +158,8 @@ final class QueueMarker: @unchecked Sendable {
     }
 
     /// ``sync(_:barrier:file:line:_:)`` recorded for the wait report: the calling thread waits on this queue until
-    /// the block starts (on whichever thread runs it: main's run on the thread that drains the main queue), and the thread that runs the
-    /// block is the queue's holder while it does, if the block holds the queue alone.
+    /// the block starts (on whichever thread runs it: main's run on the thread that drains the main queue), and the
+    /// thread that runs the block is the queue's holder while it does, if the block holds the queue alone.
     @inline(never)
     private func recordedSync(
         _ queue: DispatchQueue,
@@ -279,8 +279,8 @@ extension QueueMarker: WaitTarget {
     package var waitHolding: WaitHolding {
         guard let holder = WaitHolding.read(holder: self.holder, site: self.holderSite) else {
             return WaitHolding(
-                state: "held by no block the records know: one sent before recording began or from outside, "
-                    + "the main thread's own code, or a suspension"
+                state: "held by no block the records know: one sent before recording began or not through "
+                    + "GCDQueue, a timer's handler, a main-actor job, the main thread's own code, or a suspension"
             )
         }
         return WaitHolding(holders: [.init(id: holder.word, site: holder.site)])
