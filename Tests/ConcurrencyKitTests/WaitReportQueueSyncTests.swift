@@ -13,6 +13,8 @@ private let thisFile = "ConcurrencyKitTests/WaitReportQueueSyncTests.swift"
 
 /// Runs `body` with `GCDQueue.sync` recording its waits, as the app asks, and puts the setting back after.
 private func recordingSyncs<Result>(_ body: () throws -> Result) rethrows -> Result {
+    // First, as the suites' watchdog sets the switch when it starts (off, under CONCURRENCYKIT_RECORD_SYNCS=0).
+    _ = suiteWatchdog
     let before = WaitReport.recordsQueueSyncs
     WaitReport.recordsQueueSyncs = true
     defer { WaitReport.recordsQueueSyncs = before }
@@ -220,6 +222,7 @@ struct WaitReportQueueSyncTests {
         // A deadlock that nothing breaks: in a child process, which ends with its threads still parked.
         await #expect(processExitsWith: .success) {
             LockOrderChecking.mode = .off
+            _ = suiteWatchdog
             WaitReport.recordsQueueSyncs = true
             let queue = GCDQueue(name: "crosswise.serial")
             let bothHold = DispatchSemaphore(value: 0)
@@ -258,6 +261,7 @@ struct WaitReportQueueSyncTests {
         await #expect(processExitsWith: .success) {
             // The lock-order checker would stop the inversion before it deadlocks (the suites run in trap mode).
             LockOrderChecking.mode = .off
+            _ = suiteWatchdog
             WaitReport.recordsQueueSyncs = true
             let queue = GCDQueue(name: "crosswise.queue")
             let lock = MutexLock(name: "crosswise.lock")
