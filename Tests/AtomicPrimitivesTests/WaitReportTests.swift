@@ -172,16 +172,11 @@ struct WaitReportTests {
                 lock.withLock {}
             }
         }
-        for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
-        go.signal()
-        go.signal()
-        let report = waitReport { report in
-            report.deadlocks.contains { Set($0.waits.map(\.waiter.id)) == [first, second] }
-        }
+        releaseCrosswise(holding: bothHold, go: go)
+        let named = deadlock(among: [first, second])
         semaphore.signal()
         #expect(threads.wait(timeout: deadline()) == .success)
-        let found = try #require(report, "the two threads were never named in a deadlock")
-        let cycle = try #require(found.deadlocks.first { Set($0.waits.map(\.waiter.id)) == [first, second] })
+        let cycle = try #require(named, "the two threads were never named in a deadlock")
         #expect(cycle.waits.count == 2)
         let text = "\(cycle)"
         #expect(text.contains("MutexLock \"a\"") && text.contains("CountingSemaphore \"b\""), "\(text)")

@@ -77,9 +77,7 @@ struct WaitWatchdogTests {
                 }
                 threads.leave()
             }
-            for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
-            go.signal()
-            go.signal()
+            releaseCrosswise(holding: bothHold, go: go)
             awaitOrExit(2) { !fired.value.isEmpty }
             guard let deadlock = fired.value.first?.deadlocks.first, deadlock.waits.count == 2 else { exit(3) }
             semaphore.signal()

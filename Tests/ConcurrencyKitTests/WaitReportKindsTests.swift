@@ -134,14 +134,8 @@ struct WaitReportKindsTests {
                     _ = value.wait.lowestPriority.get()
                 }
             }
-            for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
-            go.signal()
-            go.signal()
-            let report = waitReport { report in
-                report.deadlocks.contains { Set($0.waits.map(\.waiter.id)) == [first, second] }
-            }
-            guard let cycle = report?.deadlocks.first(where: { Set($0.waits.map(\.waiter.id)) == [first, second] })
-            else { _exit(2) }
+            releaseCrosswise(holding: bothHold, go: go)
+            guard let cycle = deadlock(among: [first, second]) else { _exit(2) }
             let text = "\(cycle)"
             guard text.contains("MutexLock \"crosswise\""), text.contains("QueueSafeValue<Int>") else { _exit(3) }
             // Without running the exit handlers: two threads stay parked for good.

@@ -242,14 +242,8 @@ struct WaitReportQueueSyncTests {
                     GCDQueue.main.sync {}
                 }
             }
-            for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
-            go.signal()
-            go.signal()
-            let pair: Set = [first, onMain.value]
-            let report = waitReport { report in report.deadlocks.contains { Set($0.waits.map(\.waiter.id)) == pair } }
-            guard let cycle = report?.deadlocks.first(where: { Set($0.waits.map(\.waiter.id)) == pair }) else {
-                _exit(2)
-            }
+            releaseCrosswise(holding: bothHold, go: go)
+            guard let cycle = deadlock(among: [first, onMain.value]) else { _exit(2) }
             guard "\(cycle)".contains("GCDQueue \"crosswise.serial\"") else { _exit(3) }
             _exit(0)
         }
@@ -282,14 +276,8 @@ struct WaitReportQueueSyncTests {
                     queue.sync {}
                 }
             }
-            for _ in 0..<2 { _ = bothHold.wait(timeout: deadline()) }
-            go.signal()
-            go.signal()
-            let report = waitReport { report in
-                report.deadlocks.contains { Set($0.waits.map(\.waiter.id)) == [first, second] }
-            }
-            guard let cycle = report?.deadlocks.first(where: { Set($0.waits.map(\.waiter.id)) == [first, second] })
-            else { _exit(2) }
+            releaseCrosswise(holding: bothHold, go: go)
+            guard let cycle = deadlock(among: [first, second]) else { _exit(2) }
             let text = "\(cycle)"
             guard text.contains("MutexLock \"crosswise.lock\""), text.contains("GCDQueue \"crosswise.queue\"") else {
                 _exit(3)

@@ -31,3 +31,17 @@ public func waitReport(where condition: (WaitReport) -> Bool) -> WaitReport? {
     }
     return nil
 }
+
+/// Lets the threads of a deadlock test reach for their second resource at once: waits until each of `threads` has
+/// signalled `holding` (it holds its first), then signals `go` once for each.
+public func releaseCrosswise(holding: DispatchSemaphore, go: DispatchSemaphore, threads: Int = 2) {
+    for _ in 0..<threads { _ = holding.wait(timeout: deadline()) }
+    for _ in 0..<threads { go.signal() }
+}
+
+/// Takes reports until one names a deadlock whose waiters are exactly `waiters`; that deadlock, or `nil` if none was
+/// named within ``patienceSeconds``.
+public func deadlock(among waiters: Set<UInt>) -> WaitReport.Deadlock? {
+    let named = { (report: WaitReport) in report.deadlocks.first { Set($0.waits.map(\.waiter.id)) == waiters } }
+    return waitReport { named($0) != nil }.flatMap(named)
+}
