@@ -34,7 +34,7 @@ let package = Package(
         .library(name: "ConcurrencyKitTesting", targets: ["ConcurrencyKitTesting"]),
     ],
     targets: [
-        // The lock-order checker's per-thread records, in C so that debug builds keep them cheap (see LockOrderThread).
+        // The lock-order checker's and the wait report's per-thread records, in C (see LockOrderThread, WaitThread).
         .target(name: "ConcurrencyKitCShims"),
         .target(name: "AtomicPrimitives", dependencies: ["ConcurrencyKitCShims"], swiftSettings: swiftSettings),
         .target(

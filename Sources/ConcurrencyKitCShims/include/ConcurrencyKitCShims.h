@@ -1,8 +1,9 @@
 // The per-thread records of ConcurrencyKit's lock-order checker (debug builds): the locks a thread holds and the
 // orders it has already seen. They are in C because a debug build does not optimize Swift, and this path runs on
 // every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
-// a few dozen instructions. Only AtomicPrimitives uses them; they are not API. (`ck_thread_self`, below, is inlined
-// wherever AtomicPrimitives' inlinable code is, so clients compile it too; it is not API either.)
+// a few dozen instructions. None of this file is API: AtomicPrimitives uses it, and DispatchKit reads one switch of
+// the wait records (`ck_wait_records_syncs`). (`ck_thread_self`, below, is inlined wherever AtomicPrimitives'
+// inlinable code is, so clients compile it too.)
 
 #ifndef CONCURRENCYKIT_C_SHIMS_H
 #define CONCURRENCYKIT_C_SHIMS_H
