@@ -96,7 +96,8 @@ struct WaitReportQueueSyncTests {
                 inside.signal()
                 hold(until: release)
             }
-            let group = GCDGroup(queue: queue)
+            // A task's notification runs on the task's queue, which holds it, not on the group's.
+            let group = GCDGroup(queue: asTask ? GCDQueue(name: "report.notify.group") : queue)
             if asTask { group.notify(GCDTask(queue: queue, body)) } else { group.notify(body) }
             _ = inside.wait(timeout: deadline())
             let threads = DispatchGroup()
