@@ -99,10 +99,15 @@ package final class ParkedThread: @unchecked Sendable {
     /// Watches for the grant while the spin policy allows; `true` if granted, `false` if it must sleep now (or the
     /// deadline passed: then the state is already ``timedOut`` or granted, and the caller's compare-exchange fails).
     private func watch(untilUptimeNanoseconds deadline: UInt64) -> Bool {
-        guard Self.watcherLimit > 0, Self.watchers.load(ordering: .relaxed) < Self.watcherLimit else { return false }
-        let watchers = Self.watchers.wrappingAdd(1, ordering: .relaxed).newValue
+        // A seat is taken only while one is free, so that the count never exceeds the limit, not even for an instant.
+        var watchers = Self.watchers.load(ordering: .relaxed)
+        while true {
+            guard watchers < Self.watcherLimit else { return false }
+            let taken = Self.watchers.compareExchange(expected: watchers, desired: watchers + 1, ordering: .relaxed)
+            if taken.exchanged { break }
+            watchers = taken.original
+        }
         defer { Self.watchers.wrappingSubtract(1, ordering: .relaxed) }
-        guard watchers <= Self.watcherLimit else { return false }
         for _ in 0..<Self.looks where self.state.load(ordering: .acquiring) == Self.granted {
             return true
         }
