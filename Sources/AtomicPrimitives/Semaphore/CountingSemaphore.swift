@@ -273,11 +273,24 @@ public final class CountingSemaphore {
             "CountingSemaphore.perform(_:) blocks the calling thread; in async code use `try await semaphore.withPermit { … }` (top-level code with an `await` anywhere is async code too)"
     )
     @discardableResult
+    @inlinable
     public func perform<Result, Failure: Error>(
         file: StaticString = #fileID,
         line: UInt = #line,
         _ body: () throws(Failure) -> Result
     ) throws(Failure) -> Result {
+        let holder = self.takeForPerform(file: file, line: line)
+        defer { self.giveBackAfterPerform(holder) }
+        return try body()
+    }
+
+    /// The start of ``perform(file:line:_:)``, out of line: takes a resource, waiting as `perform` if it must, and
+    /// notes the calling thread as the holder; returns what to pass to ``giveBackAfterPerform(_:)``.
+    ///
+    /// `perform` itself is inlined into its caller, so that it is specialized for the caller's body and result (a
+    /// generic call, with the body behind a closure context, cost a few nanoseconds more per call).
+    @usableFromInline
+    func takeForPerform(file: StaticString, line: UInt) -> UInt {
         let call = BlockingCall(
             api: "CountingSemaphore.perform(_:)",
             alternative: "try await semaphore.withPermit { … }",
@@ -285,12 +298,15 @@ public final class CountingSemaphore {
             line: line
         )
         _ = self.wait(until: .never, as: call)
-        let holder = self.noteHolder(currentThreadID(), file: file, line: line)
-        defer {
-            self.clearHolder(holder)
-            self.signal()
-        }
-        return try body()
+        return self.noteHolder(currentThreadID(), file: file, line: line)
+    }
+
+    /// The end of ``perform(file:line:_:)``, out of line: clears the holder `holder` that
+    /// ``takeForPerform(file:line:)`` noted, and gives the resource back.
+    @usableFromInline
+    func giveBackAfterPerform(_ holder: UInt) {
+        self.clearHolder(holder)
+        self.signal()
     }
 
     /// Records `id` as the one holder of a one-resource semaphore, taken at `file`:`line`; returns what to pass to
