@@ -1,5 +1,6 @@
 import Dispatch
 import Synchronization
+internal import ConcurrencyKitCShims
 
 /// A thread waiting for its own grant: it watches its own word a short while, then sleeps until ``grant()`` wakes it.
 ///
@@ -206,4 +207,10 @@ package final class ParkedThread: @unchecked Sendable {
             preconditionFailure("ParkedThread: internal lock re-entered; this is a bug in ConcurrencyKit.")
         }
     }
+}
+
+/// Tells the processor that the calling thread spins on a word (`pause` on x86, `yield` on Arm): for a bounded look
+/// at a word that another running thread is about to change.
+package func spinLoopHint() {
+    ck_cpu_relax()
 }
