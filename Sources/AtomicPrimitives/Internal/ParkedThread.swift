@@ -1,6 +1,6 @@
+internal import ConcurrencyKitCShims
 import Dispatch
 import Synchronization
-internal import ConcurrencyKitCShims
 
 /// A thread waiting for its own grant: it watches its own word a short while, then sleeps until ``grant()`` wakes it.
 ///
