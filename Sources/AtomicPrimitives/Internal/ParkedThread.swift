@@ -208,9 +208,3 @@ package final class ParkedThread: @unchecked Sendable {
         }
     }
 }
-
-/// Tells the processor that the calling thread spins on a word (`pause` on x86, `yield` on Arm): for a bounded look
-/// at a word that another running thread is about to change.
-package func spinLoopHint() {
-    ck_cpu_relax()
-}

@@ -234,7 +234,7 @@ public final class CallbackSubject<Output: Sendable, Failure: Error>: Sendable {
     @inlinable
     public func send(_ value: Output) {
         // The fast path: the only subscriber, on `untouch`, claimed and let go with one compare-exchange each.
-        if let subscriber = self.lane.claim() ?? self.lane.claimAfterLooks() {
+        if let subscriber = self.lane.claim() {
             if subscriber._withUnsafeGuaranteedRef({ $0.deliverInLane(value, lane: self.lane) }) { self.lane.vacate() }
             return
         }

@@ -1,4 +1,3 @@
-import AtomicPrimitives
 import Synchronization
 
 /// A subject's fast path to its only subscriber, when that subscriber is on ``CallbackQueue/untouch``: one atomic
@@ -83,30 +82,6 @@ final class SubjectSoleLane<Output: Sendable, Failure: Error>: Sendable {
         else { return nil }
         return Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: word & ~Self.flags).unsafelyUnwrapped)
     }
-
-    /// Claims the lane as ``claim()`` does after another send was found holding it: looks again a few times while that
-    /// send delivers, and gives up as soon as the lane is disarmed, or after the looks.
-    ///
-    /// A subscriber on `untouch` usually returns within a few hundred nanoseconds, and a claim costs one
-    /// compare-exchange where the slow way takes the subject's lock and the mailbox's. The looks are bounded (about
-    /// a microsecond), and nobody looks on a single processor, where the holder cannot run meanwhile. Order holds: a
-    /// claim succeeds only when nothing is pending, so every send that went the slow way before is delivered first.
-    @usableFromInline
-    func claimAfterLooks() -> Unmanaged<Subscriber>? {
-        guard Self.looksPay else { return nil }
-        for _ in 0..<Self.looks {
-            let word = self.word.load(ordering: .relaxed)
-            guard word & Self.armed != 0 else { return nil }
-            if word & Self.flags == Self.armed, let subscriber = self.claim() { return subscriber }
-            spinLoopHint()
-        }
-        return nil
-    }
-
-    /// How many times ``claimAfterLooks()`` looks.
-    private static var looks: Int { 32 }
-    /// Whether another processor can run the send that holds the lane while one looks.
-    private static var looksPay: Bool { processorCount > 1 }
 
     /// Lets go of a claim if nothing happened meanwhile: no event pending, and still armed.
     ///
@@ -198,6 +173,3 @@ final class SubjectSoleLane<Output: Sendable, Failure: Error>: Sendable {
         Unmanaged.fromOpaque(UnsafeRawPointer(bitPattern: word & ~Self.flags).unsafelyUnwrapped)
     }
 }
-
-/// How many processors are online, read once.
-private let processorCount = onlineProcessorCount()

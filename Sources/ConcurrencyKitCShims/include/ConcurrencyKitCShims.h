@@ -153,16 +153,4 @@ void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
 /// or the platform does not say.
 bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t size);
 
-/// Tells the processor that the calling thread is spinning (`pause` on x86, `yield` on Arm), so that it gives its
-/// sibling hyperthread the core and leaves a contended cache line alone for a moment; a compiler barrier elsewhere.
-static inline void ck_cpu_relax(void) {
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#elif defined(__aarch64__) || defined(__arm__)
-    __asm__ __volatile__("yield" ::: "memory");
-#else
-    __asm__ __volatile__("" ::: "memory");
-#endif
-}
-
 #endif
