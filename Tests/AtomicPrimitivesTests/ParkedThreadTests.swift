@@ -52,7 +52,7 @@ struct ParkedThreadTests {
     @Test("nobody watches beyond the processors less one; the rest sleep, and all are granted")
     func watchersStayUnderTheLimit() async throws {
         try await offPoolTest { checks in
-            let count = 4 * onlineProcessorCount() + 4
+            let count = 4 * usableProcessorCount() + 4
             let threads = (0..<count).map { _ in ParkedThread() }
             // Sampled from before the first waiter starts until every one of them has had time to go to sleep.
             let most = Atomic<Int>(0)

@@ -67,4 +67,19 @@ struct ThreadIdentityTests {
         #expect(PackedSite.describe(far) == "AtomicPrimitivesTests/ThreadIdentityTests.swift")
         #expect(PackedSite.describe(PackedSite.none) == nil && PackedSite.file(of: PackedSite.none) == nil)
     }
+
+    #if os(Linux)
+    @Test("the processors counted for spinning are those the process may run on (its affinity mask), not all online")
+    func usableProcessorsFollowTheAffinityMask() throws {
+        // The kernel's own account of the mask, e.g. "0-3,8": what `taskset` or a container's cpuset leaves.
+        let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
+        let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
+        let allowed = line.dropFirst("Cpus_allowed_list:".count).split(separator: ",").reduce(0) { total, range in
+            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").compactMap { Int($0) }
+            return total + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 1)
+        }
+        #expect(usableProcessorCount() == allowed)
+        #expect(ParkedThread.watcherLimit == allowed - 1)
+    }
+    #endif
 }

@@ -12,6 +12,8 @@ import Darwin
 
 #if arch(x86_64) && canImport(Glibc)
 public import ConcurrencyKitCShims  // for `ck_thread_self()`, inlined into clients with `currentThreadID()`
+#else
+internal import ConcurrencyKitCShims
 #endif
 
 // The only file of ConcurrencyKit that imports the C library. Everything else that needs it goes through the small
@@ -176,9 +178,10 @@ package enum CLibrary {
         _ = usleep(microseconds)
     }
 
-    /// How many processors are online, at least 1.
-    package static func onlineProcessorCount() -> Int {
-        max(1, Int(sysconf(Int32(_SC_NPROCESSORS_ONLN))))
+    /// How many processors the process may run on, at least 1: on Linux those of its affinity mask (what `taskset`
+    /// or a container's cpuset leaves it), elsewhere those online.
+    package static func usableProcessorCount() -> Int {
+        max(1, ck_usable_processor_count())
     }
 
     /// The value of the environment variable `name`, if it is set.
@@ -225,7 +228,7 @@ package func yieldProcessor() {
     CLibrary.yield()
 }
 
-/// How many processors are online, at least 1.
-package func onlineProcessorCount() -> Int {
-    CLibrary.onlineProcessorCount()
+/// How many processors the process may run on, at least 1 (see ``CLibrary/usableProcessorCount()``).
+package func usableProcessorCount() -> Int {
+    CLibrary.usableProcessorCount()
 }

@@ -1,4 +1,3 @@
-internal import ConcurrencyKitCShims
 import Dispatch
 import Synchronization
 
@@ -38,7 +37,7 @@ package final class ParkedThread: @unchecked Sendable {
     /// How many threads of the process are watching their grant right now.
     private static let watchers = Atomic<Int>(0)
     /// The most threads that may watch at once: the processors less one, for the thread that will grant.
-    package static let watcherLimit = onlineProcessorCount() - 1
+    package static let watcherLimit = usableProcessorCount() - 1
 
     /// How many threads of the process watch their grant at this instant; for tests of the spin policy.
     package static var watchingNow: Int {

@@ -153,4 +153,8 @@ void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
 /// or the platform does not say.
 bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t size);
 
+/// How many processors the calling process may run on, at least 1: on Linux the CPUs of its affinity mask (what
+/// `taskset` or a container's cpuset leaves it), elsewhere the processors online.
+long ck_usable_processor_count(void);
+
 #endif

@@ -504,7 +504,7 @@ public struct GCDQueue: Sendable, Equatable {
         // only for the slots other threads took, never for a worker Dispatch has not started. Not
         // `concurrentPerform` inside a `sync`: on Linux, libdispatch's apply nested in a sync onto a concurrent queue
         // corrupted the heap about 1 run in 40 (seen at thread exit).
-        let slots = Swift.min(count, onlineProcessorCount())
+        let slots = Swift.min(count, usableProcessorCount())
         guard slots > 0 else { return }
         let record = self.marker.record
         let qos = self.dispatchQueue.qos.qosClass
