@@ -34,7 +34,8 @@ let package = Package(
         .library(name: "ConcurrencyKitTesting", targets: ["ConcurrencyKitTesting"]),
     ],
     targets: [
-        // The lock-order checker's and the wait report's per-thread records, in C (see LockOrderThread, WaitThread).
+        // The lock-order checker's and the wait report's per-thread records, in C (see LockOrderThread, WaitThread),
+        // and the processor count the spin policy uses (Processors).
         .target(name: "ConcurrencyKitCShims"),
         .target(name: "AtomicPrimitives", dependencies: ["ConcurrencyKitCShims"], swiftSettings: swiftSettings),
         .target(

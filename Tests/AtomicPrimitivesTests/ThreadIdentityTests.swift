@@ -71,15 +71,39 @@ struct ThreadIdentityTests {
     #if os(Linux)
     @Test("the processors counted for spinning are those the process may run on (its affinity mask), not all online")
     func usableProcessorsFollowTheAffinityMask() throws {
-        // The kernel's own account of the mask, e.g. "0-3,8": what `taskset` or a container's cpuset leaves.
+        // The kernel's own account of the main thread's mask, e.g. "0-3,8": what `taskset` or a cpuset leaves.
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
-        let allowed = line.dropFirst("Cpus_allowed_list:".count).split(separator: ",").reduce(0) { total, range in
-            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").compactMap { Int($0) }
-            return total + (bounds.count == 2 ? bounds[1] - bounds[0] + 1 : 1)
+        var allowed = 0
+        for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
+            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").map { Int($0) }
+            switch bounds.count {
+            case 1: allowed += bounds[0] != nil ? 1 : 0
+            case 2: allowed += (bounds[1] ?? -1) - (bounds[0] ?? 0) + 1
+            default: Issue.record("Cpus_allowed_list has a part '\(range)'")
+            }
         }
-        #expect(usableProcessorCount() == allowed)
+        #expect(allowed > 0 && usableProcessorCount() == allowed)
         #expect(ParkedThread.watcherLimit == allowed - 1)
+    }
+
+    @Test("a process held to one CPU counts one processor, however many are online")
+    func oneAllowedProcessorCountsOne() async {
+        // In a process of its own, whose main thread it pins to CPU 0 (as `taskset -c 0` would).
+        await #expect(processExitsWith: .success) {
+            // Glibc declares it only for _GNU_SOURCE, which Swift's Glibc module does not set.
+            typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
+            guard let setAffinity = dlsym(nil, "sched_setaffinity") else { fatalError("no sched_setaffinity") }
+            var cpus = [UInt](repeating: 0, count: 1024 / UInt.bitWidth)  // a cpu_set_t holding CPU 0
+            cpus[0] = 1
+            let pinned = unsafeBitCast(setAffinity, to: SetAffinity.self)(
+                getpid(),
+                cpus.count * MemoryLayout<UInt>.size,
+                cpus
+            )
+            precondition(pinned == 0, "sched_setaffinity failed")
+            precondition(usableProcessorCount() == 1, "counted \(usableProcessorCount()) processors on one CPU")
+        }
     }
     #endif
 }

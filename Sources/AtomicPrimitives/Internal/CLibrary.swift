@@ -178,8 +178,8 @@ package enum CLibrary {
         _ = usleep(microseconds)
     }
 
-    /// How many processors the process may run on, at least 1: on Linux those of its affinity mask (what `taskset`
-    /// or a container's cpuset leaves it), elsewhere those online.
+    /// How many processors the process may run on, at least 1: on Linux those of its main thread's affinity mask
+    /// (what `taskset` or a container's cpuset leaves it; a CPU quota is not counted), elsewhere those online.
     package static func usableProcessorCount() -> Int {
         max(1, ck_usable_processor_count())
     }

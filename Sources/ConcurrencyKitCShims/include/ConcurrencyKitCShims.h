@@ -1,5 +1,6 @@
 // The per-thread records of ConcurrencyKit's lock-order checker (debug builds): the locks a thread holds and the
-// orders it has already seen. They are in C because a debug build does not optimize Swift, and this path runs on
+// orders it has already seen; also the wait report's records (WaitThread.c) and the processor count the spin policy
+// uses (Processors.c). They are in C because a debug build does not optimize Swift, and this path runs on
 // every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
 // a few dozen instructions. None of this file is API: AtomicPrimitives uses it, and DispatchKit reads one switch of
 // the wait records (`ck_wait_records_syncs`). (`ck_thread_self`, below, is inlined wherever AtomicPrimitives'
@@ -153,8 +154,9 @@ void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
 /// or the platform does not say.
 bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t size);
 
-/// How many processors the calling process may run on, at least 1: on Linux the CPUs of its affinity mask (what
-/// `taskset` or a container's cpuset leaves it), elsewhere the processors online.
+/// How many processors the process may run on, at least 1: on Linux the CPUs of its main thread's affinity mask (what
+/// `taskset` or a container's cpuset leaves it; a CPU quota such as Docker's `--cpus` leaves the mask whole, and is
+/// not counted), elsewhere the processors online.
 long ck_usable_processor_count(void);
 
 #endif
