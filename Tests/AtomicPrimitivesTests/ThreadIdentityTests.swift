@@ -89,18 +89,21 @@ struct ThreadIdentityTests {
 
     @Test("a process held to one CPU counts one processor, however many are online")
     func oneAllowedProcessorCountsOne() async {
-        // In a process of its own, whose main thread it pins to CPU 0 (as `taskset -c 0` would).
+        // In a process of its own, whose main thread it pins to the CPU this thread runs on (one the process may use,
+        // also in a container whose cpuset leaves CPU 0 out), as `taskset -c N` would.
         await #expect(processExitsWith: .success) {
-            // Glibc declares it only for _GNU_SOURCE, which Swift's Glibc module does not set.
+            // Glibc declares these only for _GNU_SOURCE, which Swift's Glibc module does not set.
+            typealias GetCPU = @convention(c) () -> Int32
             typealias SetAffinity = @convention(c) (pid_t, Int, UnsafeRawPointer) -> Int32
-            guard let setAffinity = dlsym(nil, "sched_setaffinity") else { fatalError("no sched_setaffinity") }
-            var cpus = [UInt](repeating: 0, count: 1024 / UInt.bitWidth)  // a cpu_set_t holding CPU 0
-            cpus[0] = 1
-            let pinned = unsafeBitCast(setAffinity, to: SetAffinity.self)(
-                getpid(),
-                cpus.count * MemoryLayout<UInt>.size,
-                cpus
-            )
+            guard let getCPU = dlsym(nil, "sched_getcpu"), let setAffinity = dlsym(nil, "sched_setaffinity") else {
+                fatalError("no sched_getcpu or sched_setaffinity")
+            }
+            let cpu = Int(unsafeBitCast(getCPU, to: GetCPU.self)())
+            precondition(cpu >= 0 && cpu < 1024, "sched_getcpu gave \(cpu)")
+            var cpus = [UInt](repeating: 0, count: 1024 / UInt.bitWidth)  // a cpu_set_t holding that CPU
+            cpus[cpu / UInt.bitWidth] = 1 << (cpu % UInt.bitWidth)
+            let size = cpus.count * MemoryLayout<UInt>.size
+            let pinned = unsafeBitCast(setAffinity, to: SetAffinity.self)(getpid(), size, cpus)
             precondition(pinned == 0, "sched_setaffinity failed")
             precondition(usableProcessorCount() == 1, "counted \(usableProcessorCount()) processors on one CPU")
         }
