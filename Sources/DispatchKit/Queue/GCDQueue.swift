@@ -497,11 +497,11 @@ public struct GCDQueue: Sendable, Equatable {
                 for index in 0..<count { block(index) }
             }
         }
-        // One slot of strided indexes per processor the process may run on, run by the caller and by workers, each entering the queue as a
-        // `sync` does, so that barriers and suspension hold for them. Dispatch makes a `sync` wait behind the queue's
-        // blocks that no thread has started yet: so the workers wait for a thread on the global queue, not on this
-        // one, where they would stand in the way of every caller's `sync`. The caller runs slots too, and then waits
-        // only for the slots other threads took, never for a worker Dispatch has not started. Not
+        // One slot of strided indexes per processor the process may run on, run by the caller and by workers, each
+        // entering the queue as a `sync` does, so that barriers and suspension hold for them. Dispatch makes a `sync`
+        // wait behind the queue's blocks that no thread has started yet: so the workers wait for a thread on the global
+        // queue, not on this one, where they would stand in the way of every caller's `sync`. The caller runs slots
+        // too, and then waits only for the slots other threads took, never for a worker Dispatch has not started. Not
         // `concurrentPerform` inside a `sync`: on Linux, libdispatch's apply nested in a sync onto a concurrent queue
         // corrupted the heap about 1 run in 40 (seen at thread exit).
         let slots = Swift.min(count, usableProcessorCount())
