@@ -20,8 +20,11 @@ long ck_usable_processor_count(void) {
         int count = result == 0 ? CPU_COUNT_S(size, set) : 0;
         int error = errno;
         CPU_FREE(set);
-        if (result == 0 && count > 0) return count;
-        if (result != 0 && error != EINVAL) break;
+        if (result == 0) {
+            if (count > 0) return count;
+            break;
+        }
+        if (error != EINVAL) break;
     }
 #endif
     long online = sysconf(_SC_NPROCESSORS_ONLN);

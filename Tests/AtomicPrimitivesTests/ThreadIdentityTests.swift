@@ -71,20 +71,29 @@ struct ThreadIdentityTests {
     #if os(Linux)
     @Test("the processors counted for spinning are those the process may run on (its affinity mask), not all online")
     func usableProcessorsFollowTheAffinityMask() throws {
-        // The kernel's own account of the main thread's mask, e.g. "0-3,8": what `taskset` or a cpuset leaves.
+        // The kernel's own account of the main thread's mask, e.g. "0-3,8": what `taskset` or a cpuset leaves. The
+        // mask may name CPUs that are not online (a VM's hot-pluggable ones), which the affinity call leaves out.
         let status = try String(contentsOfFile: "/proc/self/status", encoding: .utf8)
         let line = try #require(status.split(separator: "\n").first { $0.hasPrefix("Cpus_allowed_list:") })
-        var allowed = 0
-        for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
-            let bounds = range.trimmingCharacters(in: .whitespaces).split(separator: "-").map { Int($0) }
-            switch bounds.count {
-            case 1: allowed += bounds[0] != nil ? 1 : 0
-            case 2: allowed += (bounds[1] ?? -1) - (bounds[0] ?? 0) + 1
-            default: Issue.record("Cpus_allowed_list has a part '\(range)'")
-            }
-        }
+        let mask = try #require(cpuList(line.dropFirst("Cpus_allowed_list:".count)), "\(line)")
+        let onlineList = try String(contentsOfFile: "/sys/devices/system/cpu/online", encoding: .utf8)
+        let online = try #require(cpuList(Substring(onlineList)), "\(onlineList)")
+        let allowed = mask.intersection(online).count
         #expect(allowed > 0 && usableProcessorCount() == allowed)
         #expect(ParkedThread.watcherLimit == allowed - 1)
+    }
+
+    /// The CPUs of a kernel CPU list such as "0-3,8"; `nil` if a part is not a number or a range.
+    private func cpuList(_ text: Substring) -> Set<Int>? {
+        var cpus = Set<Int>()
+        for part in text.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",") {
+            let bounds = part.split(separator: "-").map { Int($0) }
+            guard (1...2).contains(bounds.count), let low = bounds.first ?? nil, let high = bounds.last ?? nil,
+                low <= high
+            else { return nil }
+            cpus.formUnion(low...high)
+        }
+        return cpus
     }
 
     @Test("a process held to one CPU counts one processor, however many are online")
@@ -99,8 +108,9 @@ struct ThreadIdentityTests {
                 fatalError("no sched_getcpu or sched_setaffinity")
             }
             let cpu = Int(unsafeBitCast(getCPU, to: GetCPU.self)())
-            precondition(cpu >= 0 && cpu < 1024, "sched_getcpu gave \(cpu)")
-            var cpus = [UInt](repeating: 0, count: 1024 / UInt.bitWidth)  // a cpu_set_t holding that CPU
+            precondition(cpu >= 0, "sched_getcpu gave \(cpu)")
+            // A CPU mask holding that CPU, at least a cpu_set_t long.
+            var cpus = [UInt](repeating: 0, count: (max(1024, cpu + 1) + UInt.bitWidth - 1) / UInt.bitWidth)
             cpus[cpu / UInt.bitWidth] = 1 << (cpu % UInt.bitWidth)
             let size = cpus.count * MemoryLayout<UInt>.size
             let pinned = unsafeBitCast(setAffinity, to: SetAffinity.self)(getpid(), size, cpus)

@@ -167,9 +167,10 @@ struct TimedAPIExtremesTests {
                 guard await ran.wait(timeout: .seconds(10)) else { fatalError("the command did not run") }
             }
             for done in kept.value { done() }
-            // Each `done()` sends its completion to the queue; the child exits once the queue has run them all, so
-            // that nothing is in flight when LeakSanitizer looks at exit (the ASan stage saw this child exit with 1
-            // once, the code of ASan and its leak check, while the completions were still being run).
+            // Each command's job may still be ending on the queue after its closure signalled (the closure's return is
+            // noted there, and the value released); the child exits once the queue is idle, so that nothing is in
+            // flight when LeakSanitizer looks at exit (the ASan stage saw this child exit with 1 once, the code of
+            // ASan and its leak check).
             queue.sync {}
             withExtendedLifetime(values) {}
         }
