@@ -74,6 +74,10 @@ static void ck_wait_make_key(void) {
     pthread_key_create(&ck_wait_key, ck_wait_free_thread);
 }
 
+uintptr_t ck_thread_self_call(void) {
+    return (uintptr_t)pthread_self();
+}
+
 static ck_wait_thread *ck_wait_make_thread(void) {
     pthread_once(&ck_wait_key_once, ck_wait_make_key);
     ck_wait_thread *thread = calloc(1, sizeof(ck_wait_thread));

@@ -10,11 +10,8 @@ import Darwin
 #error("AtomicPrimitives could not identify your C library.")
 #endif
 
-#if arch(x86_64) && canImport(Glibc)
-public import ConcurrencyKitCShims  // for `ck_thread_self()`, inlined into clients with `currentThreadID()`
-#else
-internal import ConcurrencyKitCShims
-#endif
+// Public for `ck_thread_self()` and `ck_thread_self_call()`, inlined into clients with `currentThreadID()`.
+public import ConcurrencyKitCShims
 
 // The only file of ConcurrencyKit that imports the C library. Everything else that needs it goes through the small
 // `package` wrappers below, so the import ladder and the platform differences are written once.
@@ -210,17 +207,25 @@ package enum CLibrary {
     }
 }
 
-/// A number that identifies the calling thread, never 0, stable for the thread's lifetime.
+/// A number that identifies the calling thread, never 0, stable for the thread's lifetime: its `pthread_self()`.
+///
+/// Read anew at every call, also in an optimized `async` function after an `await` that moved the task to another
+/// thread. Calling `pthread_self()` here would not be: glibc declares it `const`, so the optimizer may reuse a value
+/// from before the `await` (ThreadIdentityTests shows both in a release build).
 @inlinable
 package func currentThreadID() -> UInt {
     #if arch(x86_64) && canImport(Glibc)
     // `pthread_self()` without the call: the same number, which the wait records compare.
     ck_thread_self()
-    #elseif canImport(Darwin) || canImport(Musl)
-    UInt(bitPattern: pthread_self())
     #else
-    UInt(pthread_self())
+    UInt(ck_thread_self_call())
     #endif
+}
+
+/// The calling thread's `pthread_self()` through a C function the optimizer cannot see into: for tests of
+/// ``currentThreadID()``.
+package func threadIDFromOutOfLineCall() -> UInt {
+    UInt(ck_thread_self_call())
 }
 
 /// Lets another thread run on this CPU, if one is ready: for waiters that watch a word before they sleep.

@@ -15,15 +15,21 @@
 
 #if defined(__x86_64__) && defined(__GLIBC__)
 /// The calling thread's `pthread_self()` without the call, for AtomicPrimitives' `currentThreadID()` on x86-64 glibc
-/// (other platforms call `pthread_self()` there): glibc keeps the thread block's own address at `%fs:0x10`, and that
-/// address is what `pthread_self()` returns. `volatile`, so that the compiler never reuses a value read before an
-/// `await` that may have moved the task to another thread.
+/// (other platforms call ``ck_thread_self_call()`` there): glibc keeps the thread block's own address at `%fs:0x10`,
+/// and that address is what `pthread_self()` returns. `volatile`, so that the compiler never reuses a value read
+/// before an `await` that may have moved the task to another thread.
 static inline uintptr_t ck_thread_self(void) {
     uintptr_t self;
     __asm__ volatile("movq %%fs:0x10, %0" : "=r"(self));
     return self;
 }
 #endif
+
+/// The calling thread's `pthread_self()`, from a function defined out of line, for AtomicPrimitives'
+/// `currentThreadID()` where ``ck_thread_self()`` is not available. glibc declares `pthread_self` `const`, so an
+/// optimized Swift `async` function that calls it directly may reuse a value read before an `await`, on the thread
+/// the task ran on then; a call the compiler cannot see into is made again after every `await`.
+uintptr_t ck_thread_self_call(void);
 
 /// A lock a thread holds: its serial number, its node and peer class (unretained, by address), and where it was taken.
 typedef struct {
