@@ -6,6 +6,7 @@ TRAP         := CONCURRENCYKIT_LOCK_ORDER=trap
 STRICT       := -Xswiftc -warnings-as-errors
 TSAN_SCRATCH := .build-tsan
 ASAN_SCRATCH := .build-asan
+RELEASE_SCRATCH := .build-release
 FORMATTED    := Package.swift Sources Tests Benchmarks/Package.swift Benchmarks/Benchmarks Examples
 EXAMPLES     := Examples/GranularConsumer Examples/UmbrellaConsumer
 # Every stage of the gate runs under scripts/stage.sh: in a process group of its own, for at most its time limit
@@ -20,7 +21,7 @@ LIMIT_CHAOS  ?= 1200
 LIMIT_SAN    ?= 1200
 LIMIT_OTHER  ?= 1200
 
-.PHONY: all build test gate markdown-lint unit chaos soak tsan asan examples install-check noasync-check snippets demo bench bench-check bench-scale bench-scale-static checker-cost docs docs-serve lint format clean
+.PHONY: all build test gate markdown-lint unit chaos release soak tsan asan examples install-check noasync-check snippets demo bench bench-check bench-scale bench-scale-static checker-cost docs docs-serve lint format clean
 
 all: build
 
@@ -29,7 +30,7 @@ build:
 	$(STAGE) build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
 
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
-## three chaos seeds, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
+## three chaos seeds and in a release build, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
 ## packages, the README's install, top-level awaits that never block, the doc examples, the docs.
 # Every stage adds its line to the summary (scripts/stage.sh), which is printed at the end with the verdict, also
 # when a stage fails.
@@ -43,7 +44,7 @@ test:
 		exit $$status
 
 ## gate: the stages of `make test`, without the summary.
-gate: lint markdown-lint build unit chaos tsan asan examples install-check noasync-check snippets docs
+gate: lint markdown-lint build unit chaos release tsan asan examples install-check noasync-check snippets docs
 
 ## markdown-lint: every Markdown file read by a CommonMark parser: no unclosed fence, no relative link or anchor that
 ## leads nowhere.
@@ -59,6 +60,16 @@ unit:
 chaos:
 	$(STAGE) chaos-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
 	$(STAGE) chaos $(LIMIT_CHAOS) scripts/chaos.sh 1 3
+
+## release: the contract properties (scripts/property-suites.txt), the wait report's suites and the thread identity
+## in an optimized build, as users ship the package, where the optimizer may reorder what a debug build keeps in
+## place; tests of what only debug builds have (the checkers, chaos, trap messages) are skipped there
+## (`debugBuildsOnly`).
+RELEASE_SUITES := $(shell cat scripts/property-suites.txt)|WaitReport|WaitWatchdogTests|TestClockWaitTests
+RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|TryWaitReportTests|ThreadIdentityTests
+release:
+	$(STAGE) release-build $(LIMIT_BUILD) $(SWIFT) build -c release $(STRICT) -Xswiftc -enable-testing --build-tests --scratch-path $(RELEASE_SCRATCH)
+	$(STAGE) release $(LIMIT_UNIT) scripts/run-suite.sh $(SWIFT) test -c release $(STRICT) -Xswiftc -enable-testing --skip-build --scratch-path $(RELEASE_SCRATCH) --filter "$(RELEASE_SUITES)"
 
 ## soak: the contract property tests under 100 chaos seeds with 4 times the rounds, for at most 40 minutes; not part
 ## of `make test`. SOAK_SEEDS, SOAK_ROUNDS and SOAK_MINUTES change that.

@@ -104,7 +104,10 @@ struct AtomicBoxStorageTests {
         }
     }
 
-    @Test("a box's lock joins the lock-order checker: two boxes nested both ways are reported, naming both")
+    @Test(
+        "a box's lock joins the lock-order checker: two boxes nested both ways are reported, naming both",
+        .debugBuildsOnly("the lock-order checker")
+    )
     func lockOrderSeesBoxes() async throws {
         try await offPoolTest { checks in
             let first = AtomicBox(0, name: "storage-order-A")
@@ -121,7 +124,10 @@ struct AtomicBoxStorageTests {
         }
     }
 
-    @Test("reading a wide value from inside its own mutate traps naming the box, and never returns a value")
+    @Test(
+        "reading a wide value from inside its own mutate traps naming the box, and never returns a value",
+        .debugBuildsOnly("the trap's message")
+    )
     func reentryTrapsWithWideValue() async {
         let result = await #expect(processExitsWith: .failure, observing: [\.standardErrorContent]) {
             LockOrderChecking.mode = .warn

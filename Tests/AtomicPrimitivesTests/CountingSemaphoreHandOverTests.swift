@@ -245,6 +245,7 @@ struct CountingSemaphoreHandOverTests {
     /// resource free (it returns 0); when the grant comes first the waiter has the resource (the signal returns 1).
     @Test(
         "a deadline landing exactly as a grant is made: whoever wins, the resource is neither lost nor duplicated",
+        .debugBuildsOnly("schedule chaos's point observer"),
         arguments: [true, false]
     )
     func deadlineRacesGrant(deadlineWins: Bool) async {

@@ -13,6 +13,8 @@ private func reports(naming tag: String, _ body: () -> Void) -> [DiagnosticRepor
     DiagnosticReports.capture(where: { $0.message.contains(tag) }, body).reports
 }
 
+// The checks this suite tests exist in debug builds only.
+#if DEBUG
 @Suite("Lock-order checker", .timeLimit(.minutes(1)))
 struct LockOrderCheckerTests {
     @Test("an inversion on two threads at different times is reported once, naming both locks and all four sites")
@@ -424,3 +426,4 @@ struct LockOrderCheckerTests {
         #expect(stderr.components(separatedBy: "\"loud-D\" and \"loud-C\" are taken in both orders").count == 2)
     }
 }
+#endif

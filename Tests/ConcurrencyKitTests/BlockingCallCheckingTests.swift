@@ -4,6 +4,8 @@ import Foundation
 import TestSupport
 import Testing
 
+// The checks this suite tests exist in debug builds only.
+#if DEBUG
 /// The blocking-call check's own switch, which follows the lock-order checker's until set.
 ///
 /// `BlockingCallChecking.mode` and `CONCURRENCYKIT_BLOCKING_CHECK`; each test runs in a process of its own, since the
@@ -65,3 +67,4 @@ struct BlockingCallCheckingTests {
 private func parkBriefly() {
     _ = CountingSemaphore().wait(.milliseconds(5))
 }
+#endif

@@ -56,7 +56,10 @@ struct TryWaitReportTests {
         }
     }
 
-    @Test("a wait that parks its thread inside a task is still reported, naming the public call")
+    @Test(
+        "a wait that parks its thread inside a task is still reported, naming the public call",
+        .debugBuildsOnly("the blocking-call check")
+    )
     func parkingWaitsAreReported() async throws {
         let found = DiagnosticReports.capture(where: Self.isBlockingCallReport) {
             parkingWaits()
@@ -65,7 +68,10 @@ struct TryWaitReportTests {
         #expect(apis == ["CountingSemaphore.wait(_:)", "CountingSemaphore.wait(_:)", "GCDGroup.wait(timeout:)"])
     }
 
-    @Test("withBlockingAllowed allows a wait that parks inside its scope only; child tasks inherit it")
+    @Test(
+        "withBlockingAllowed allows a wait that parks inside its scope only; child tasks inherit it",
+        .debugBuildsOnly("the blocking-call check")
+    )
     func allowedInScopeOnly() async {
         let empty = CountingSemaphore()
         let outsideLine = #line + 7

@@ -39,7 +39,11 @@ struct WaitCommandReportTests {
         ) { $0.wait.lowestPriority.set(manualCompletion: { _, done in done() }) },
     ]
 
-    @Test("a wait command that parks inside a task names itself and its async form", arguments: Self.cases)
+    @Test(
+        "a wait command that parks inside a task names itself and its async form",
+        .debugBuildsOnly("the blocking-call check"),
+        arguments: Self.cases
+    )
     func namesItsOwnAsyncForm(_ command: Case) async {
         let value = QueueSafeValue(value: 0)
         let held = DispatchSemaphore(value: 0)

@@ -322,7 +322,10 @@ struct PriorityOrderPropertyTests {
         report(failures)
     }
 
-    @Test("wait: a command that began to wait is never overtaken by a later one, whenever the value comes free")
+    @Test(
+        "wait: a command that began to wait is never overtaken by a later one, whenever the value comes free",
+        .debugBuildsOnly("the value's wait observer")
+    )
     func waitingCommandIsNeverOvertaken() async {
         let failures = PropertyFailures()
         await offPool {

@@ -420,6 +420,7 @@ struct QueueSafeValueCombiningCancellationTests {
 
     @Test(
         "cancelled before it is applied: fails with cancelled and never applies; after: returns its result",
+        .debugBuildsOnly("schedule chaos's point observer"),
         arguments: 1...4
     )
     func cancellationRacesCombining(point: Int) async {

@@ -1,3 +1,5 @@
+// Public for `ck_thread_self()` and `ck_thread_self_call()`, inlined into clients with `currentThreadID()`.
+public import ConcurrencyKitCShims
 import Dispatch
 
 #if canImport(Glibc)
@@ -9,9 +11,6 @@ import Darwin
 #else
 #error("AtomicPrimitives could not identify your C library.")
 #endif
-
-// Public for `ck_thread_self()` and `ck_thread_self_call()`, inlined into clients with `currentThreadID()`.
-public import ConcurrencyKitCShims
 
 // The only file of ConcurrencyKit that imports the C library. Everything else that needs it goes through the small
 // `package` wrappers below, so the import ladder and the platform differences are written once.
