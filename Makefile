@@ -61,12 +61,18 @@ chaos:
 	$(STAGE) chaos-build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
 	$(STAGE) chaos $(LIMIT_CHAOS) scripts/chaos.sh 1 3
 
-## release: the contract properties (scripts/property-suites.txt), the wait report's suites and the thread identity
-## in an optimized build, as users ship the package, where the optimizer may reorder what a debug build keeps in
-## place; tests of what only debug builds have (the checkers, chaos, trap messages) are skipped there
+## release: in an optimized build, as users ship the package, where the optimizer may reuse or reorder what a debug
+## build keeps in place: the contract properties (scripts/property-suites.txt), the wait report's suites, the thread
+## identity, and the suites whose exit tests check that misuse traps with its message. Tests of what only debug builds
+## have (the lock-order checker, the blocking-call check, schedule chaos, a value's wait observer) are skipped there
 ## (`debugBuildsOnly`).
 RELEASE_SUITES := $(shell cat scripts/property-suites.txt)|WaitReport|WaitWatchdogTests|TestClockWaitTests
-RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|TryWaitReportTests|ThreadIdentityTests
+RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|TryWaitReportTests|ThreadIdentityTests|ReentryTrapTests
+RELEASE_SUITES := $(RELEASE_SUITES)|MutexLockTests|AtomicBoxTests|CountingSemaphoreTests|QueuerTests|TestClockTests
+RELEASE_SUITES := $(RELEASE_SUITES)|MainActorCallbackTests|CallbackSubjectValuesTests|ManualCompletionDoctorTests
+RELEASE_SUITES := $(RELEASE_SUITES)|GCDTaskAndGroupTests|OnceDispatcherTests|GCDQueueTests|GCDTimerTests|ClockTicksTests
+RELEASE_SUITES := $(RELEASE_SUITES)|RetryPolicyTests|ConcurrentOperationTests|GroupOperationTests|SchedulerTests
+RELEASE_SUITES := $(RELEASE_SUITES)|RetryBudgetTests|MainQueueDoctorTests|ExclusionPropertyTests
 release:
 	$(STAGE) release-build $(LIMIT_BUILD) $(SWIFT) build -c release $(STRICT) -Xswiftc -enable-testing --build-tests --scratch-path $(RELEASE_SCRATCH)
 	$(STAGE) release $(LIMIT_UNIT) scripts/run-suite.sh $(SWIFT) test -c release $(STRICT) -Xswiftc -enable-testing --skip-build --scratch-path $(RELEASE_SCRATCH) --filter "$(RELEASE_SUITES)"

@@ -15,8 +15,8 @@
 /// ```
 ///
 /// > Warning: Reading ``value`` or calling ``mutate(file:line:_:)`` on the same box from inside its own `mutate` closure would
-/// > deadlock; it traps instead, before touching the value, with a message naming `AtomicBox`. Work on the closure's
-/// > `inout` parameter.
+/// > deadlock; it traps instead, before touching the value, with a message naming `AtomicBox`, the box's `name`, where
+/// > it was made and where its `mutate` began, in release builds too. Work on the closure's `inout` parameter.
 ///
 /// In debug builds the box's lock joins the lock-order checker (<doc:FindingDeadlocks>); give it a `name` to make
 /// reports easy to read.
@@ -144,7 +144,7 @@ public final class AtomicBox<Value> {
 
     @usableFromInline
     func _trapReentry() -> Never {
-        preconditionFailure(
+        halt(
             "AtomicBox<\(Value.self)>\(self._core.reentryDescription): value or mutate(_:) was used from inside this "
                 + "box's own mutate closure, which would deadlock. Use the closure's inout parameter instead."
         )

@@ -38,7 +38,7 @@ public enum MainQueueDoctor {
         get { self.probe.patience }
         set {
             if let newValue {
-                precondition(
+                guarantee(
                     newValue > .zero,
                     "MainQueueDoctor.patience must be nil or more than zero, got \(newValue)"
                 )

@@ -16,9 +16,9 @@
 /// ```
 ///
 /// > Warning: The lock is not recursive. Calling ``lock(file:line:)`` or ``withLock(file:line:_:)`` on a thread that
-/// > already holds the lock would deadlock; instead it traps with a message naming `MutexLock`, and in debug builds
-/// > the lock's `name`, where it was made and the line where the thread took it. Calling ``unlock()`` on a thread that
-/// > does not hold the lock traps too.
+/// > already holds the lock would deadlock; instead it traps with a message naming `MutexLock`, the lock's `name`,
+/// > where it was made and the line where the thread took it, in release builds too. Calling ``unlock()`` on a thread
+/// > that does not hold the lock traps too.
 ///
 /// In debug builds the lock joins the lock-order checker (<doc:FindingDeadlocks>): taking two locks in orders that
 /// could deadlock is reported, with the lock's `name` and the lines that took it.
@@ -133,7 +133,7 @@ public final class MutexLock {
 
     @usableFromInline
     func _trapReentry() -> Never {
-        preconditionFailure(
+        halt(
             "MutexLock\(self._core.reentryDescription): lock() or withLock(_:) was called on the thread that already "
                 + "holds this lock. MutexLock is not recursive; locking it again would deadlock."
         )
@@ -141,7 +141,7 @@ public final class MutexLock {
 
     @usableFromInline
     static func _trapForeignUnlock() -> Never {
-        preconditionFailure("MutexLock: unlock() was called on a thread that does not hold this lock.")
+        halt("MutexLock: unlock() was called on a thread that does not hold this lock.")
     }
 }
 

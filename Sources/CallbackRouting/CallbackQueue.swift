@@ -76,7 +76,7 @@ public enum CallbackQueue: Sendable {
     ///   thread or on a queue of their own, not on the main actor: they trap here rather than run the block there.
     public func execute(onMainActor block: @escaping @MainActor @Sendable () -> Void) {
         guard let main = MainCallbackQueue(self) else {
-            preconditionFailure(
+            halt(
                 "CallbackQueue.execute: a @MainActor block was given to route \(self.routeName), which does not run "
                     + "it on the main actor; only .mainAsync and .mainCurrentOrAsync take @MainActor blocks"
             )

@@ -27,7 +27,7 @@ extension TestClock {
     /// - Throws: ``TestClockError`` with ``TestClockError/Reason/sleepersMissing(expected:)`` if fewer than `count`
     ///   sleep when the time is up; `CancellationError` if the task is cancelled.
     public func waitForSleepers(_ count: Int, timeout: Duration = .seconds(10)) async throws {
-        precondition(count >= 0, "TestClock.waitForSleepers(_:timeout:): the count must not be negative; got \(count)")
+        guarantee(count >= 0, "TestClock.waitForSleepers(_:timeout:): the count must not be negative; got \(count)")
         let limit = ContinuousClock.now.advanced(by: timeout)
         var watchdog: Task<Void, Never>?
         defer { watchdog?.cancel() }

@@ -109,7 +109,7 @@ public final class TestClock: Clock, Sendable {
     /// - Parameter duration: How far to move; zero wakes only the sleepers due now, which is none. It must not be
     ///   negative: the clock traps with a message.
     public func advance(by duration: Duration) {
-        precondition(
+        guarantee(
             duration >= .zero,
             "TestClock.advance(by:): the duration must not be negative, since time cannot go back; got \(duration)"
         )
@@ -130,7 +130,7 @@ public final class TestClock: Clock, Sendable {
     /// - Parameter instant: Where to move the time; ``now`` or later. An earlier instant traps with a message.
     public func advance(to instant: Instant) {
         let wakeups = self.state.mutate { state in
-            precondition(
+            guarantee(
                 instant >= state.now,
                 "TestClock.advance(to:): time cannot go back; now is \(state.now), asked to move to \(instant)"
             )

@@ -88,7 +88,7 @@ public final class GCDGroup: Sendable {
     public func leave() {
         var unmatched = self.unmatchedEnters.load(ordering: .relaxed)
         repeat {
-            precondition(
+            guarantee(
                 unmatched > 0,
                 "GCDGroup.leave: called with no enter() left to match; every leave() must follow an enter() on the "
                     + "same group"

@@ -27,7 +27,7 @@ public final class OnceDispatcher: Sendable {
     public func callAsFunction(_ block: () -> Void) {
         if self.hasRun.load(ordering: .acquiring) { return }
         if self.lock.isHeldByCurrentThread {
-            preconditionFailure("OnceDispatcher: called again from inside its own block, which would deadlock.")
+            halt("OnceDispatcher: called again from inside its own block, which would deadlock.")
         }
         self.lock.withLock {
             guard !self.hasRun.load(ordering: .relaxed) else { return }

@@ -30,12 +30,12 @@ enum TimeSpan {
     func checkRepeat(_ name: @autoclosure () -> String) {
         switch self {
         case .seconds(let seconds):
-            precondition(
+            guarantee(
                 !seconds.isNaN && Deadline.Span(seconds: seconds) != .none,
                 "\(name()) must be a number of seconds of at least one nanosecond (1e-9); got \(seconds)"
             )
         case .duration(let duration):
-            precondition(
+            guarantee(
                 Deadline.Span(duration) != .none,
                 "\(name()) must be a duration of at least one nanosecond; got \(duration)"
             )
@@ -46,13 +46,13 @@ enum TimeSpan {
     private func checked(_ name: @autoclosure () -> String) -> Deadline.Span {
         switch self {
         case .seconds(let seconds):
-            precondition(
+            guarantee(
                 !seconds.isNaN && seconds >= 0,
                 "\(name()) must be a number of seconds, 0 or more; got \(seconds)"
             )
             return Deadline.Span(seconds: seconds)
         case .duration(let duration):
-            precondition(duration >= .zero, "\(name()) must be a duration of 0 or more; got \(duration)")
+            guarantee(duration >= .zero, "\(name()) must be a duration of 0 or more; got \(duration)")
             return Deadline.Span(duration)
         }
     }

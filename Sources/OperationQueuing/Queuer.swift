@@ -201,7 +201,7 @@ public final class Queuer: Sendable {
         let caller = self.claimant("addChainedOperations")
         for (index, operation) in operations.enumerated() {
             if let first = positions.updateValue(index, forKey: ObjectIdentifier(operation)) {
-                preconditionFailure(
+                halt(
                     "\(caller.description): the operation at index \(index) ('\(operation.name ?? "unnamed")') is also at index "
                         + "\(first); a chain cannot run an operation twice"
                 )
@@ -369,7 +369,7 @@ public final class Queuer: Sendable {
     }
 
     private static func checkConcurrency(_ count: Int, of name: String?) {
-        precondition(
+        guarantee(
             count >= 1 || count == OperationQueue.defaultMaxConcurrentOperationCount,
             "Queuer '\(name ?? "unnamed")': maxConcurrentOperationCount must be 1 or more, or "
                 + "OperationQueue.defaultMaxConcurrentOperationCount; got \(count)"

@@ -72,12 +72,12 @@ public final class RetryBudget: Sendable {
     /// - Precondition: The parameters are in those ranges; a violation traps with a message naming the parameter
     ///   and the value.
     public init(retriesPerCall: Double = 0.1, capacity: Int = 10) {
-        precondition(
+        guarantee(
             (0...1).contains(retriesPerCall),
             "RetryBudget: retriesPerCall is the share of a retry each call earns and must be from 0 to 1, not "
                 + "\(retriesPerCall)"
         )
-        precondition(
+        guarantee(
             capacity >= 1 && Int64(clamping: capacity) <= Balance.maximumRetries,
             "RetryBudget: capacity is the most retries the budget holds and must be from 1 to "
                 + "\(Balance.maximumRetries), not \(capacity)"

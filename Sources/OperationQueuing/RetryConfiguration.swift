@@ -77,7 +77,7 @@ public struct RetryConfiguration: Sendable {
     }
 
     private static func check(_ maximumAttempts: Int) {
-        precondition(
+        guarantee(
             maximumAttempts >= 1,
             "RetryConfiguration: maximumAttempts is the number of attempts in all, the first included, and must be 1 "
                 + "or more, not \(maximumAttempts)"

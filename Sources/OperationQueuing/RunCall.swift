@@ -94,6 +94,6 @@ final class RunCall<Value: Sendable>: @unchecked Sendable {
     }
 
     private func trapReentry() -> Never {
-        preconditionFailure("Queuer.run: a call's state was entered re-entrantly")
+        halt("Queuer.run: a call's state was entered re-entrantly")
     }
 }

@@ -46,7 +46,7 @@ struct RunStateMachine: Sendable {
             self.state = .resumed
             return continuation
         case .waiting, .running, .bodyEnded, .operationFinishedFirst, .resumed:
-            preconditionFailure("Queuer.run: the caller began to wait twice")
+            halt("Queuer.run: the caller began to wait twice")
         }
     }
 
@@ -78,7 +78,7 @@ struct RunStateMachine: Sendable {
         case .resumed:
             return false
         case .idle, .cancelledBeforeWaiting, .running, .bodyEnded, .operationFinishedFirst:
-            preconditionFailure("Queuer.run: the body started before its operation was queued, or twice")
+            halt("Queuer.run: the body started before its operation was queued, or twice")
         }
     }
 
@@ -95,7 +95,7 @@ struct RunStateMachine: Sendable {
             self.state = .resumed
             return continuation
         case .idle, .cancelledBeforeWaiting, .waiting, .bodyEnded, .resumed:
-            preconditionFailure("Queuer.run: the body ended without having started, or twice")
+            halt("Queuer.run: the body ended without having started, or twice")
         }
     }
 

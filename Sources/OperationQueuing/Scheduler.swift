@@ -53,7 +53,7 @@ public final class Scheduler: @unchecked Sendable {
         qualityOfService: DispatchQoS = .default,
         handler: (@Sendable () -> Void)? = nil
     ) {
-        precondition(
+        guarantee(
             Self.isValid(repeating),
             "Scheduler: repeating must be .never or a positive interval, got \(repeating)"
         )
@@ -90,9 +90,9 @@ public final class Scheduler: @unchecked Sendable {
         qualityOfService: DispatchQoS = .default,
         handler: (@Sendable () -> Void)? = nil
     ) {
-        precondition(delay >= .zero, "Scheduler: delay must be 0 or more, got \(delay)")
+        guarantee(delay >= .zero, "Scheduler: delay must be 0 or more, got \(delay)")
         let repeatSpan = repeating.map { Deadline.Span($0) }
-        precondition(
+        guarantee(
             repeatSpan != Deadline.Span.none,
             "Scheduler: repeating must be nil or at least one nanosecond (Dispatch's unit), got \(repeating.map { "\($0)" } ?? "nil")"
         )

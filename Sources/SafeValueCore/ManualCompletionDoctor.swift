@@ -39,7 +39,7 @@ public enum ManualCompletionDoctor {
         get { self.patienceStorage.value }
         set {
             if let newValue {
-                precondition(
+                guarantee(
                     newValue > .zero,
                     "ManualCompletionDoctor.patience must be nil or more than zero, got \(newValue)"
                 )

@@ -55,7 +55,7 @@ package struct DiagnosticReport: Sendable {
         case .trap:
             CLibrary.writeLineToStandardError(self.message)
             let mode = self.kind == .blockingCallInTask ? "BlockingCallChecking.mode" : "LockOrderChecking.mode"
-            preconditionFailure("ConcurrencyKit stopped at the report above (\(mode) is trap).")
+            halt("ConcurrencyKit stopped at the report above (\(mode) is trap).")
         }
         #endif
     }

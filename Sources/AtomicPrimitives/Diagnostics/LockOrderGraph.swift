@@ -167,7 +167,7 @@ final class LockOrderGraph: @unchecked Sendable {
     }
 
     private static func trapReentry() -> Never {
-        preconditionFailure("LockOrderGraph: internal lock re-entered; this is a bug in ConcurrencyKit.")
+        halt("LockOrderGraph: internal lock re-entered; this is a bug in ConcurrencyKit.")
     }
 }
 #endif

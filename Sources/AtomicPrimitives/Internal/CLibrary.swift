@@ -84,7 +84,7 @@ package enum CLibrary {
         pthread_condattr_init(&attributes)
         defer { pthread_condattr_destroy(&attributes) }
         let clock = pthread_condattr_setclock(&attributes, CLOCK_MONOTONIC)
-        precondition(clock == 0, "pthread_condattr_setclock failed with error \(clock)")
+        guarantee(clock == 0, "pthread_condattr_setclock failed with error \(clock)")
         return pthread_cond_init(condition, &attributes)
         #endif
     }
@@ -147,7 +147,7 @@ package enum CLibrary {
         } else {
             result = pthread_key_create(&key, nil)
         }
-        precondition(result == 0, "pthread_key_create failed with error \(result)")
+        guarantee(result == 0, "pthread_key_create failed with error \(result)")
         return key
     }
 
@@ -161,7 +161,7 @@ package enum CLibrary {
     /// Sets the calling thread's value for `key`.
     package static func setThreadValue(_ key: CThreadKey, _ value: UnsafeRawPointer?) {
         let result = pthread_setspecific(key, value)
-        precondition(result == 0, "pthread_setspecific failed with error \(result)")
+        guarantee(result == 0, "pthread_setspecific failed with error \(result)")
     }
 
     /// Lets another thread run on this CPU, if one is ready.
@@ -188,7 +188,7 @@ package enum CLibrary {
     /// Sets the environment variable `name` of this process: for tests that run in a process of their own.
     package static func setEnvironmentValue(_ name: String, _ value: String) {
         let result = setenv(name, value, 1)
-        precondition(result == 0, "setenv failed for \(name)")
+        guarantee(result == 0, "setenv failed for \(name)")
     }
 
     /// Writes `text` and a newline to standard error, unbuffered, in one write where the platform allows.

@@ -123,7 +123,7 @@ package struct LockCore: ~Copyable {
         let mutex = block.bindMemory(to: CMutex.self, capacity: 1)
         mutex.initialize(to: CMutex())
         let result = CLibrary.initialize(mutex)
-        precondition(result == 0, "pthread_mutex_init failed with error \(result)")
+        guarantee(result == 0, "pthread_mutex_init failed with error \(result)")
         return mutex
     }
 
@@ -180,30 +180,24 @@ package struct LockCore: ~Copyable {
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
         if self.owner.pointee.load(ordering: .relaxed) != 0 {
             let result = CLibrary.unlock(self.mutex)
-            precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
+            guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
         }
         let result = CLibrary.destroy(self.mutex)
-        precondition(result == 0, "pthread_mutex_destroy failed with error \(result)")
+        guarantee(result == 0, "pthread_mutex_destroy failed with error \(result)")
         self.owner.deinitialize(count: 2)
         self.mutex.deinitialize(count: 1)
         UnsafeMutableRawPointer(self.mutex).deallocate()
     }
 
     /// How a re-entry trap names the lock, after its type: its name and where it was made, then where the calling
-    /// thread took it, as far as a debug build's lock-order records know (` "cache" (made at App/Cache.swift:3), taken
-    /// on this thread at App/Cache.swift:12`); empty in release builds, which keep no names, and for the diagnostics'
-    /// own locks.
+    /// thread, which holds it, took it (` "cache" (made at App/Cache.swift:3), taken on this thread at
+    /// App/Cache.swift:12`), from what the wait report keeps, so in every build; empty for the diagnostics' own locks.
     package var reentryDescription: String {
-        #if DEBUG
-        guard self.observerSerial != 0 else { return "" }
-        let node = self.observer.node.takeUnretainedValue()
-        let made = "(made at \(node.file):\(node.line))"
-        let named = node.name.map { " \"\($0)\" \(made)" } ?? " \(made)"
-        guard let site = LockOrderThread.site(whereHeld: self.observerSerial) else { return named }
+        guard let madeAt = PackedSite.describe(self.madeAt) else { return "" }
+        let named = self.name.map { " \"\($0)\" (made at \(madeAt))" } ?? " (made at \(madeAt))"
+        // The caller holds the lock, so the site is its own, stored as it took the lock.
+        guard let site = PackedSite.describe(self.ownerSite.pointee.load(ordering: .acquiring)) else { return named }
         return "\(named), taken on this thread at \(site)"
-        #else
-        return ""
-        #endif
     }
 
     /// Takes the mutex; calls `onReentry` (which must trap) if the calling thread already holds it.
@@ -295,7 +289,7 @@ package struct LockCore: ~Copyable {
         } else {
             result = CLibrary.lock(mutex)
         }
-        precondition(result == 0, "pthread_mutex_lock failed with error \(result)")
+        guarantee(result == 0, "pthread_mutex_lock failed with error \(result)")
     }
 
     /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
@@ -308,7 +302,7 @@ package struct LockCore: ~Copyable {
     package func tryLock(file: StaticString = #fileID, line: UInt = #line) -> Bool {
         let attempt = CLibrary.tryLock(self.mutex)
         guard attempt == 0 else {
-            precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
+            guarantee(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return false
         }
         self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
@@ -332,7 +326,7 @@ package struct LockCore: ~Copyable {
         #endif
         self.owner.pointee.store(0, ordering: .relaxed)
         let result = CLibrary.unlock(self.mutex)
-        precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
+        guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
         #if DEBUG
         if observed {
             LockOrderChecker.lockDidRelease()
@@ -359,11 +353,11 @@ package struct LockCore: ~Copyable {
     package var isLocked: Bool {
         let attempt = CLibrary.tryLock(self.mutex)
         guard attempt == 0 else {
-            precondition(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
+            guarantee(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
             return true
         }
         let result = CLibrary.unlock(self.mutex)
-        precondition(result == 0, "pthread_mutex_unlock failed with error \(result)")
+        guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
         return false
     }
 

@@ -203,7 +203,7 @@ package final class ParkedThread: @unchecked Sendable {
         }
 
         static func trapReentry() -> Never {
-            preconditionFailure("ParkedThread: internal lock re-entered; this is a bug in ConcurrencyKit.")
+            halt("ParkedThread: internal lock re-entered; this is a bug in ConcurrencyKit.")
         }
     }
 }

@@ -99,7 +99,7 @@ public final class CountingSemaphore {
     ///   - line: Where the semaphore is made; leave the default.
     /// - Precondition: A ``Kind/counting(_:)`` count is 0 or more.
     public init(_ kind: Kind = .barrier, name: String? = nil, file: StaticString = #fileID, line: UInt = #line) {
-        precondition(
+        guarantee(
             kind.resources >= 0,
             "CountingSemaphore: resources must be 0 or more, got \(kind.resources) (from \(kind))"
         )
@@ -397,7 +397,7 @@ public final class CountingSemaphore {
     }
 
     static func trapReentry() -> Never {
-        preconditionFailure("CountingSemaphore: internal lock re-entered; this is a bug in ConcurrencyKit.")
+        halt("CountingSemaphore: internal lock re-entered; this is a bug in ConcurrencyKit.")
     }
 }
 

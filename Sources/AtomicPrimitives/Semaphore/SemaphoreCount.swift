@@ -51,7 +51,7 @@ struct SemaphoreCount: ~Copyable {
     func giveBackIfNobodyWaits() -> Bool {
         var current = self.word.load(ordering: .relaxed)
         while current != Self.queued {
-            precondition(current != Int.max, "CountingSemaphore: signal() would raise the resource count past Int.max")
+            guarantee(current != Int.max, "CountingSemaphore: signal() would raise the resource count past Int.max")
             let attempt = self.word.compareExchange(
                 expected: current,
                 desired: current + 1,

@@ -174,6 +174,6 @@ private final class TaskWaitRegistry: @unchecked Sendable {
     }
 
     private static func trapReentry() -> Never {
-        preconditionFailure("TaskWaits: registry lock re-entered; this is a bug in ConcurrencyKit.")
+        halt("TaskWaits: registry lock re-entered; this is a bug in ConcurrencyKit.")
     }
 }

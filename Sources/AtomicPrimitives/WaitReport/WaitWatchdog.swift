@@ -35,7 +35,7 @@ public enum WaitWatchdog {
     ///     it to standard error.
     /// - Precondition: `threshold` is more than zero.
     public static func start(after threshold: Duration, handler: (@Sendable (WaitReport) -> Void)? = nil) {
-        precondition(threshold > .zero, "WaitWatchdog: the threshold must be more than zero, got \(threshold)")
+        guarantee(threshold > .zero, "WaitWatchdog: the threshold must be more than zero, got \(threshold)")
         let period = min(max(threshold / 4, .milliseconds(10)), .seconds(1))
         // A queue for each run: a handler that blocks holds up its own run only, not one started after it.
         let timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "ConcurrencyKit.WaitWatchdog"))

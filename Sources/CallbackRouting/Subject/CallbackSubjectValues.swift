@@ -66,10 +66,10 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
 
     init(subject: CallbackSubject<Output, Failure>, bufferingPolicy: BufferingPolicy) {
         if case .bufferingOldest(let limit) = bufferingPolicy {
-            precondition(limit >= 0, "CallbackSubject.values: bufferingOldest limit must be 0 or more, got \(limit)")
+            guarantee(limit >= 0, "CallbackSubject.values: bufferingOldest limit must be 0 or more, got \(limit)")
         }
         if case .bufferingNewest(let limit) = bufferingPolicy {
-            precondition(limit >= 0, "CallbackSubject.values: bufferingNewest limit must be 0 or more, got \(limit)")
+            guarantee(limit >= 0, "CallbackSubject.values: bufferingNewest limit must be 0 or more, got \(limit)")
         }
         self.subject = subject
         self.bufferingPolicy = bufferingPolicy
@@ -151,7 +151,7 @@ public struct CallbackSubjectValues<Output: Sendable, Failure: Error>: AsyncSequ
 
         private static func failure(_ error: any Error) -> Failure {
             guard let failure = error as? Failure else {
-                preconditionFailure("CallbackSubject.values: the stream ended with \(error), not a \(Failure.self)")
+                halt("CallbackSubject.values: the stream ended with \(error), not a \(Failure.self)")
             }
             return failure
         }

@@ -105,7 +105,7 @@ final class SubjectSoleLane<Output: Sendable, Failure: Error>: Sendable {
     @usableFromInline
     func arm(_ subscriber: Subscriber) {
         let address = UInt(bitPattern: Unmanaged.passRetained(subscriber).toOpaque())
-        precondition(address & Self.flags == 0, "SubjectSoleLane: a subscriber's address \(address) is not aligned")
+        guarantee(address & Self.flags == 0, "SubjectSoleLane: a subscriber's address \(address) is not aligned")
         self.word.store(address | Self.armed | Self.busy, ordering: .releasing)
     }
 

@@ -132,7 +132,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         chaosPoint(.mailbox)
         // The lane keeps the callbacks: the parked drain ends, and releases them, only once the lane lets go of it.
         guard let callbacks = self.callbacks else {
-            preconditionFailure(
+            halt(
                 "SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released"
             )
         }
@@ -148,7 +148,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     @inlinable
     func finishLaneDrain(lane: SubjectSoleLane<Output, Failure>) -> Bool {
         guard let callbacks = self.callbacks else {
-            preconditionFailure(
+            halt(
                 "SubjectSubscriber: the subject's lane holds a subscriber whose callbacks were released"
             )
         }
@@ -180,7 +180,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
         case .endReleasingCallbacks:
             return true
         case .deliver:
-            preconditionFailure("SubjectSubscriber: an event waited in a mailbox that the subject's lane left idle")
+            halt("SubjectSubscriber: an event waited in a mailbox that the subject's lane left idle")
         }
     }
 
@@ -231,7 +231,7 @@ final class SubjectSubscriber<Output: Sendable, Failure: Error>: @unchecked Send
     func drain(first: Output?) {
         // Nobody but this drain releases the callbacks while it runs, so it calls them without a reference of its own.
         guard let callbacks = self.callbacks else {
-            preconditionFailure("SubjectSubscriber: a drain started after the subscriber's callbacks were released")
+            halt("SubjectSubscriber: a drain started after the subscriber's callbacks were released")
         }
         // No lock is held across a callback: each event is taken under the mailbox's lock, and its call starts only
         // if the flag that close() sets first is still clear right before it.

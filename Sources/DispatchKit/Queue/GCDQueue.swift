@@ -165,7 +165,7 @@ public struct GCDQueue: Sendable, Equatable {
         _ block: @escaping @MainActor @Sendable () -> Void,
         api: String
     ) -> @Sendable () -> Void {
-        precondition(
+        guarantee(
             self.marker.isMain,
             "GCDQueue.\(api): a @MainActor block was sent to queue '\(self.dispatchQueue.label)', which does not run "
                 + "it on the main actor; only GCDQueue.main takes @MainActor blocks"
@@ -356,7 +356,7 @@ public struct GCDQueue: Sendable, Equatable {
         let label = self.dispatchQueue.label
         let barrierWaits = barrier && self.marker.isCustom && !self.marker.isSerial
         if place == .heldByWaitingCaller {
-            precondition(
+            guarantee(
                 !self.marker.isSerial && !barrierWaits,
                 "GCDQueue.\(name): queue '\(label)' is held by the caller of iterate, which waits for this iteration: "
                     + (self.marker.isSerial
@@ -364,7 +364,7 @@ public struct GCDQueue: Sendable, Equatable {
                         : "a barrier would wait for that caller")
             )
         }
-        precondition(
+        guarantee(
             !barrierWaits,
             "GCDQueue.barrierSync: called from inside concurrent queue '\(label)'; the barrier would wait for the "
                 + "block that called it"
@@ -390,7 +390,7 @@ public struct GCDQueue: Sendable, Equatable {
     /// suspended `DispatchQueue` does; its blocks then never run. A ``sync(file:line:_:)`` from outside waits until `resume()`.
     /// - Precondition: The queue was made by ``init(name:kind:file:line:)``: main and the global queues cannot be suspended.
     public func suspend() {
-        precondition(
+        guarantee(
             self.marker.isCustom,
             "GCDQueue.suspend: '\(self.dispatchQueue.label)' is main or a global queue; only a queue made by "
                 + "init(name:kind:) can be suspended"
@@ -491,7 +491,7 @@ public struct GCDQueue: Sendable, Equatable {
     ///   - block: One iteration.
     /// - Precondition: `count` is 0 or more.
     public func iterate(_ count: Int, _ block: @Sendable (Int) -> Void) {
-        precondition(count >= 0, "GCDQueue.iterate: count must be 0 or more, got \(count)")
+        guarantee(count >= 0, "GCDQueue.iterate: count must be 0 or more, got \(count)")
         if self.marker.isSerial || self.isCurrent {
             return self.sync {
                 for index in 0..<count { block(index) }

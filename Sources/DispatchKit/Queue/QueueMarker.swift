@@ -218,7 +218,7 @@ final class QueueMarker: @unchecked Sendable {
             if state.count == 0 { state.keptAlive = nil }
             return true
         }
-        precondition(
+        guarantee(
             resumed,
             "GCDQueue.resume: queue '\(queue.label)' is not suspended; every resume() must follow a suspend()"
         )

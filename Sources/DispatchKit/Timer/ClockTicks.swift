@@ -37,7 +37,7 @@ public struct ClockTicks<TickClock: Clock<Duration>>: AsyncSequence, Sendable {
     ///   - tolerance: How late the clock may wake the loop, to save energy; `nil` leaves it to the clock.
     ///   - clock: The clock to sleep on.
     public init(every interval: Duration, tolerance: Duration? = nil, clock: TickClock) {
-        precondition(interval > .zero, "ClockTicks: the interval must be more than zero; got \(interval)")
+        guarantee(interval > .zero, "ClockTicks: the interval must be more than zero; got \(interval)")
         self.interval = interval
         self.tolerance = tolerance
         self.clock = clock

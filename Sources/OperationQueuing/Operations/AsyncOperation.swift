@@ -71,7 +71,7 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     override open var manualFinish: Bool {
         get { true }
         set {
-            precondition(
+            guarantee(
                 newValue,
                 "AsyncOperation '\(self.name ?? "unnamed")': manualFinish is always true, since an attempt ends when "
                     + "its body returns or throws; it cannot be set to false"
@@ -162,7 +162,7 @@ open class AsyncOperation: ConcurrentOperation, @unchecked Sendable {
     }
 
     private func misusedFinish() -> Never {
-        preconditionFailure(
+        halt(
             "AsyncOperation '\(self.name ?? "unnamed")': finish was called; an AsyncOperation's attempt ends only "
                 + "when its body returns (success) or throws (failure)"
         )

@@ -97,7 +97,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     open var maximumRetries: Int {
         get { self.state.mutate { $0.machine.isGroup ? 1 : $0.machine.maximumRetries } }
         set {
-            precondition(
+            guarantee(
                 newValue >= 0,
                 "ConcurrentOperation '\(self.name ?? "unnamed")': maximumRetries is the number of attempts in all and "
                     + "must be 0 or more (0 behaves as 1), not \(newValue)"
@@ -116,7 +116,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
     open var maximumAttempts: Int {
         get { self.state.mutate { $0.machine.attemptLimit } }
         set {
-            precondition(
+            guarantee(
                 newValue >= 1,
                 "\(type(of: self)) '\(self.name ?? "unnamed")': maximumAttempts is the number of attempts in all, the "
                     + "first included, and must be 1 or more, not \(newValue)"
@@ -229,7 +229,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
         let action = self.state.mutate { $0.machine.start() }
         self.didChangeValue(forKey: "isExecuting")
         guard let action else {
-            preconditionFailure("ConcurrentOperation '\(self.name ?? "unnamed")': start() was called twice")
+            halt("ConcurrentOperation '\(self.name ?? "unnamed")': start() was called twice")
         }
         self.apply(action)
     }
@@ -439,7 +439,7 @@ open class ConcurrentOperation: Operation, @unchecked Sendable {
             let adder = owner.description
             let earlier = previous.description
             let place = earlier == adder ? "by an earlier call of the same method" : "to \(earlier)"
-            preconditionFailure(
+            halt(
                 "\(adder): ConcurrentOperation '\(self.name ?? "unnamed")' was already added \(place); "
                     + "an operation runs once, in one place"
             )

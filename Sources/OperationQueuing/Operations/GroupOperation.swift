@@ -36,12 +36,12 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     public init(_ operations: [ConcurrentOperation], completionHandler: (@Sendable () -> Void)? = nil) {
         var seen = Set<ObjectIdentifier>()
         for (index, operation) in operations.enumerated() {
-            precondition(
+            guarantee(
                 seen.insert(ObjectIdentifier(operation)).inserted,
                 "GroupOperation: the operation at index \(index) ('\(operation.name ?? "unnamed")') is listed twice; "
                     + "an operation runs once"
             )
-            precondition(
+            guarantee(
                 !operation.isExecuting && !operation.isFinished,
                 "GroupOperation: the operation at index \(index) ('\(operation.name ?? "unnamed")') has already "
                     + "started; an operation runs once"
@@ -73,7 +73,7 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
 
     /// Traps unless `value`, set to `property`, is in `allowed`: a group's count of attempts cannot change.
     private func checkOneAttempt(_ value: Int, allowed: ClosedRange<Int>, _ property: String) {
-        precondition(
+        guarantee(
             allowed.contains(value),
             "GroupOperation '\(self.name ?? "unnamed")': \(property) is always 1, since a group makes exactly "
                 + "one attempt (its operations cannot run twice); it cannot be set to \(value)"
@@ -86,7 +86,7 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     override open var manualRetry: Bool {
         get { super.manualRetry }
         set {
-            precondition(
+            guarantee(
                 !newValue,
                 "GroupOperation '\(self.name ?? "unnamed")': manualRetry is always false, since a group makes exactly "
                     + "one attempt; it cannot be set to true"
@@ -100,7 +100,7 @@ open class GroupOperation: ConcurrentOperation, @unchecked Sendable {
     override open var manualFinish: Bool {
         get { super.manualFinish }
         set {
-            precondition(
+            guarantee(
                 newValue,
                 "GroupOperation '\(self.name ?? "unnamed")': manualFinish is always true, since a group finishes when "
                     + "its operations have; it cannot be set to false"

@@ -200,7 +200,7 @@ package struct OperationStateMachine: Equatable, Sendable {
 
     /// The owner sends the KVO of a ``Action/finish(wasExecuting:)`` around this.
     package mutating func markFinished() {
-        precondition(self.phase == .ending, "OperationStateMachine: markFinished() in phase \(self.phase)")
+        guarantee(self.phase == .ending, "OperationStateMachine: markFinished() in phase \(self.phase)")
         self.phase = .finished
         self.isExecuting = false
         self.isFinished = true

@@ -38,7 +38,7 @@ public struct RetryPolicy: Sendable, Hashable {
     /// - Returns: The policy.
     /// - Precondition: `delay` is not negative.
     public static func constant(_ delay: Duration) -> RetryPolicy {
-        precondition(delay >= .zero, "RetryPolicy.constant: delay must be zero or more, got \(delay)")
+        guarantee(delay >= .zero, "RetryPolicy.constant: delay must be zero or more, got \(delay)")
         return RetryPolicy(shape: .constant(delay))
     }
 
@@ -62,16 +62,16 @@ public struct RetryPolicy: Sendable, Hashable {
         maximum: Duration,
         jitter: Double = 0
     ) -> RetryPolicy {
-        precondition(initial >= .zero, "RetryPolicy.exponential: initial must be zero or more, got \(initial)")
-        precondition(
+        guarantee(initial >= .zero, "RetryPolicy.exponential: initial must be zero or more, got \(initial)")
+        guarantee(
             multiplier.isFinite && multiplier >= 1,
             "RetryPolicy.exponential: multiplier must be finite and 1 or more, got \(multiplier)"
         )
-        precondition(
+        guarantee(
             maximum >= initial,
             "RetryPolicy.exponential: maximum must be at least initial (\(initial)), got \(maximum)"
         )
-        precondition(
+        guarantee(
             (0...1).contains(jitter),
             "RetryPolicy.exponential: jitter must be from 0 to 1, got \(jitter)"
         )

@@ -108,7 +108,7 @@ public struct QueueSafeSuspendCommand<Value: Sendable>: Sendable {
             case .acquired: break
             case .cancelled: return .failure(.cancelled)
             case .valueDestroyed: return .failure(.valueContainerDeinited)
-            case .applied: preconditionFailure("QueueSafeSuspendCommand: a command with a closure was applied")
+            case .applied: halt("QueueSafeSuspendCommand: a command with a closure was applied")
             }
         }
         defer { engine.release()?.grant() }

@@ -42,7 +42,7 @@ class CombinedCommand: @unchecked Sendable {
 
     /// Applies the command to the value, for the releaser, which holds the turn: ``CombinedValueCommand`` does.
     func apply() {
-        preconditionFailure("CombinedCommand.apply() is implemented by CombinedValueCommand")
+        halt("CombinedCommand.apply() is implemented by CombinedValueCommand")
     }
 
     /// Gives the applied command its result.
@@ -54,7 +54,7 @@ class CombinedCommand: @unchecked Sendable {
         switch self.wake {
         case .thread(let thread): thread.grant()
         case .task(let continuation): continuation.resume(returning: .applied)
-        case nil: preconditionFailure("CombinedCommand: a command was applied before it was queued")
+        case nil: halt("CombinedCommand: a command was applied before it was queued")
         }
     }
 
@@ -63,14 +63,14 @@ class CombinedCommand: @unchecked Sendable {
         switch self.wake {
         case .thread(let thread): thread.grant()
         case .task(let continuation): continuation.resume(returning: .acquired)
-        case nil: preconditionFailure("CombinedCommand: a command was handed the turn before it was queued")
+        case nil: halt("CombinedCommand: a command was handed the turn before it was queued")
         }
     }
 
     /// Tells the command that its task was cancelled while it was queued: it was never applied.
     func resumeCancelled() {
         guard case .task(let continuation) = self.wake else {
-            preconditionFailure("CombinedCommand: only a suspend command is cancelled while it waits")
+            halt("CombinedCommand: only a suspend command is cancelled while it waits")
         }
         continuation.resume(returning: .cancelled)
     }

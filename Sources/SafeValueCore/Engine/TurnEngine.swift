@@ -49,7 +49,7 @@ final class TurnEngine: @unchecked Sendable {
             switch self {
             case .task(let continuation): continuation.resume(returning: .cancelled)
             case .combined(let command): command.resumeCancelled()
-            case .thread, .job: preconditionFailure("TurnEngine: only a suspend command is cancelled while it waits")
+            case .thread, .job: halt("TurnEngine: only a suspend command is cancelled while it waits")
             }
         }
     }
@@ -419,7 +419,7 @@ final class TurnEngine: @unchecked Sendable {
             case .apply(let next, let word):
                 self.turn.store(word, ordering: .releasing)
                 guard case .combined(let command) = next else {
-                    preconditionFailure("TurnEngine: only a combined command is applied by the releaser")
+                    halt("TurnEngine: only a combined command is applied by the releaser")
                 }
                 return .combine(self, command)
             case .free:
