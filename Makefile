@@ -66,8 +66,12 @@ chaos:
 ## identity, and the suites whose exit tests check that misuse traps with its message. Tests of what only debug builds
 ## have (the lock-order checker, the blocking-call check, schedule chaos, a value's wait observer) are skipped there
 ## (`debugBuildsOnly`).
-RELEASE_SUITES := $(shell cat scripts/property-suites.txt)|WaitReport|WaitWatchdogTests|TestClockWaitTests
-RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|TryWaitReportTests|ThreadIdentityTests|ReentryTrapTests
+PROPERTY_SUITES := $(shell cat scripts/property-suites.txt)
+ifeq ($(strip $(PROPERTY_SUITES)),)
+$(error scripts/property-suites.txt is missing or empty: run make from the repository's root)
+endif
+RELEASE_SUITES := $(PROPERTY_SUITES)|WaitReport|WaitWatchdogTests|TestClockWaitTests|ThreadIdentityTests
+RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|ReentryTrapTests
 RELEASE_SUITES := $(RELEASE_SUITES)|MutexLockTests|AtomicBoxTests|CountingSemaphoreTests|QueuerTests|TestClockTests
 RELEASE_SUITES := $(RELEASE_SUITES)|MainActorCallbackTests|CallbackSubjectValuesTests|ManualCompletionDoctorTests
 RELEASE_SUITES := $(RELEASE_SUITES)|GCDTaskAndGroupTests|OnceDispatcherTests|GCDQueueTests|GCDTimerTests|ClockTicksTests

@@ -31,7 +31,12 @@ private func tryWaits() {
     Queuer(name: "test.try-waits").waitUntilAllOperationsAreFinished()
 }
 
-@Suite("Try-waits are not blocking calls", .serialized, .timeLimit(.minutes(1)))
+@Suite(
+    "Try-waits are not blocking calls",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .debugBuildsOnly("the blocking-call check")
+)
 struct TryWaitReportTests {
     /// The filter of this suite's captures: blocking-call reports of calls made in this file, not those of other
     /// tests that run meanwhile.
@@ -56,10 +61,7 @@ struct TryWaitReportTests {
         }
     }
 
-    @Test(
-        "a wait that parks its thread inside a task is still reported, naming the public call",
-        .debugBuildsOnly("the blocking-call check")
-    )
+    @Test("a wait that parks its thread inside a task is still reported, naming the public call")
     func parkingWaitsAreReported() async throws {
         let found = DiagnosticReports.capture(where: Self.isBlockingCallReport) {
             parkingWaits()
@@ -68,10 +70,7 @@ struct TryWaitReportTests {
         #expect(apis == ["CountingSemaphore.wait(_:)", "CountingSemaphore.wait(_:)", "GCDGroup.wait(timeout:)"])
     }
 
-    @Test(
-        "withBlockingAllowed allows a wait that parks inside its scope only; child tasks inherit it",
-        .debugBuildsOnly("the blocking-call check")
-    )
+    @Test("withBlockingAllowed allows a wait that parks inside its scope only; child tasks inherit it")
     func allowedInScopeOnly() async {
         let empty = CountingSemaphore()
         let outsideLine = #line + 7

@@ -5,7 +5,12 @@ import Testing
 
 /// A `wait` command that parks inside a task is reported with its own async form: the same command, at the same
 /// priority, on the schedule that does not block — not one advice for every command.
-@Suite("The blocking-call report names each wait command's own async form", .serialized, .timeLimit(.minutes(1)))
+@Suite(
+    "The blocking-call report names each wait command's own async form",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .debugBuildsOnly("the blocking-call check")
+)
 struct WaitCommandReportTests {
     /// One command of a value, made while another holds it, and the call and advice its report must name.
     struct Case: Sendable, CustomStringConvertible {
@@ -41,7 +46,6 @@ struct WaitCommandReportTests {
 
     @Test(
         "a wait command that parks inside a task names itself and its async form",
-        .debugBuildsOnly("the blocking-call check"),
         arguments: Self.cases
     )
     func namesItsOwnAsyncForm(_ command: Case) async {

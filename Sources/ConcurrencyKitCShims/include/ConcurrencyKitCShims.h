@@ -4,7 +4,7 @@
 // every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
 // a few dozen instructions. None of this file is API: AtomicPrimitives uses it, and DispatchKit reads one switch of
 // the wait records (`ck_wait_records_syncs`). (`ck_thread_self`, below, is inlined wherever AtomicPrimitives'
-// inlinable code is, so clients compile it too.)
+// inlinable code is, so clients compile it too, and call `ck_thread_self_call`.)
 
 #ifndef CONCURRENCYKIT_C_SHIMS_H
 #define CONCURRENCYKIT_C_SHIMS_H
