@@ -71,7 +71,10 @@ ifeq ($(strip $(PROPERTY_SUITES)),)
 $(error scripts/property-suites.txt is missing or empty: run make from the repository's root)
 endif
 RELEASE_SUITES := $(PROPERTY_SUITES)|WaitReport|WaitWatchdogTests|TestClockWaitTests|ThreadIdentityTests
-RELEASE_SUITES := $(RELEASE_SUITES)|WaitCommandReportTests|ReentryTrapTests
+RELEASE_SUITES := $(RELEASE_SUITES)|ReentryTrapTests|GCDQueueIterateTests|GCDQueueSuspendAndBarrierTests
+RELEASE_SUITES := $(RELEASE_SUITES)|GCDQueueMainActorTests|GCDTimerSchedulingTests|AsyncOperationTests
+RELEASE_SUITES := $(RELEASE_SUITES)|QueuerRetryingTests|OperationRetryTests|SchedulerRepeatRuleTests
+RELEASE_SUITES := $(RELEASE_SUITES)|MainQueueDoctorRoutesTests
 RELEASE_SUITES := $(RELEASE_SUITES)|MutexLockTests|AtomicBoxTests|CountingSemaphoreTests|QueuerTests|TestClockTests
 RELEASE_SUITES := $(RELEASE_SUITES)|MainActorCallbackTests|CallbackSubjectValuesTests|ManualCompletionDoctorTests
 RELEASE_SUITES := $(RELEASE_SUITES)|GCDTaskAndGroupTests|OnceDispatcherTests|GCDQueueTests|GCDTimerTests|ClockTicksTests

@@ -4,8 +4,7 @@ import Testing
 ///
 /// The `release` stage builds them optimized, as users ship the package, and runs the suites whose rules must hold
 /// there too. What only debug builds have is then missing: the lock-order checker, the blocking-call check, schedule
-/// chaos and its point observer, a value's wait observer, and the messages of `precondition`s (an optimized build traps
-/// without printing them).
+/// chaos and its point observer, and a value's wait observer.
 public let isDebugBuild: Bool = {
     #if DEBUG
     true

@@ -31,5 +31,19 @@ package func guarantee(
     file: StaticString = #fileID,
     line: UInt = #line
 ) {
-    if !condition { halt(message(), file: file, line: line) }
+    // The message is handed over unbuilt: building it here would make every inlined check, such as the result of
+    // `pthread_mutex_unlock` in `MutexLock.unlock()`, too big to be inlined into the caller.
+    if !condition { halt(building: message, file: file, line: line) }
+}
+
+/// ``halt(_:file:line:)`` with a message built only now, out of line: for ``guarantee(_:_:file:line:)``.
+///
+/// - Parameters:
+///   - message: Builds the message.
+///   - file: Where the check is.
+///   - line: Where the check is.
+@usableFromInline
+@inline(never)
+package func halt(building message: () -> String, file: StaticString, line: UInt) -> Never {
+    fatalError(message(), file: file, line: line)
 }
