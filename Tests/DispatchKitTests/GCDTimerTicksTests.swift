@@ -73,10 +73,15 @@ struct GCDTimerTicksTests {
     @Test("an iteration starts a timer that was never started, after registering: the loop gets the first fire")
     func iterationStartsANewTimer() async {
         let timer = GCDTimer(interval: 0)  // a one-shot that fires as soon as it starts
+        let fires = AtomicBox(0)
+        timer.handler { fires.mutate { $0 += 1 } }
         #expect(timer.isRunning == false)
         var iterator = timer.ticks.makeAsyncIterator()
-        #expect(timer.isRunning, "the iteration did not start the new timer")
-        guard timer.isRunning else { return }  // the loop would wait for ever
+        // Started: running, or (it fires at once) already fired and stopped, which a look at `isRunning` alone
+        // missed once under AddressSanitizer.
+        let started = await offPool { eventually { timer.isRunning || fires.value > 0 } }
+        #expect(started, "the iteration did not start the new timer")
+        guard started else { return }  // the loop would wait for ever
         #expect(await iterator.next() != nil, "the first fire is lost")
         #expect(await iterator.next() == nil, "a one-shot's loop ends after its fire")
     }
