@@ -30,8 +30,9 @@ build:
 	$(STAGE) build $(LIMIT_BUILD) $(SWIFT) build $(STRICT) --build-tests
 
 ## test: the gate: format lint, strict build, the suite (lock-order checker trapping), the contract properties under
-## three chaos seeds and in a release build, the suite under ThreadSanitizer and under AddressSanitizer with leak detection, the consumer
-## packages, the README's install, top-level awaits that never block, the doc examples, the docs.
+## three chaos seeds and in a release build, the suite under ThreadSanitizer and under AddressSanitizer with leak
+## detection, the consumer packages, the README's install, top-level awaits that never block, the doc examples, the
+## docs.
 # Every stage adds its line to the summary (scripts/stage.sh), which is printed at the end with the verdict, also
 # when a stage fails.
 SUMMARY      := .build/gate-summary.txt

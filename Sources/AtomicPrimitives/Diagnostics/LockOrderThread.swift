@@ -47,19 +47,6 @@ enum LockOrderThread {
         ck_lock_order_holds(serial)
     }
 
-    /// Where the calling thread took the lock with `serial`, by its records; `nil` if they do not show it held (the
-    /// checker was off when it was taken).
-    static func site(whereHeld serial: UInt64) -> LockOrderSite? {
-        let thread = ck_lock_order_current(DiagnosticSwitches.flags.load(ordering: .relaxed) >> 2)
-        for index in 0..<ck_lock_order_count(thread) {
-            let held = ck_lock_order_held_at(thread, index).pointee
-            if held.serial == serial {
-                return LockOrderSite(file: held.file, fileCount: held.fileCount, line: UInt(held.line))
-            }
-        }
-        return nil
-    }
-
     /// The orders from every held lock to `key` that the thread has not seen: each goes to the graph, which reports a
     /// cycle it closes; a held lock of `key`'s peer class is reported.
     private static func checkOrders(_ thread: OpaquePointer, to key: LockOrderKey, at site: LockOrderSite) {
