@@ -39,6 +39,55 @@ struct MutexLockTests {
         }
     }
 
+    @Test("every thread asleep on a held lock gets it in turn once the holder lets go: no wake-up is lost")
+    func everySleeperWakes() async throws {
+        try await offPoolTest { checks in
+            // A name no other test uses, to find this lock's waits in the process-wide report.
+            let name = "sleepers-\(UInt(bitPattern: ObjectIdentifier(checks).hashValue))"
+            let lock = MutexLock(name: name)
+            let sections = OverlapDetector()
+            let sleepers = 4 * contendingThreads
+            let finished = DispatchGroup()
+            lock.lock()
+            for _ in 0..<sleepers {
+                finished.enter()
+                onNewThread {
+                    lock.withLock { sections.section {} }
+                    finished.leave()
+                }
+            }
+            // Every one of them has found the lock held and is parked on it, so that each release must wake the next.
+            let parked = waitReport { report in
+                report.waits.count { $0.resource.name == name } == sleepers
+            }
+            checks.expect(parked != nil, "not all \(sleepers) threads parked on the lock")
+            lock.unlock()
+            checks.expect(finished.wait(timeout: deadline()) == .success, "a parked thread was never woken")
+            checks.expect(sections.overlaps == 0)
+            checks.expect(sections.count == sleepers)
+            checks.expect(lock.tryLock(), "the lock is free after the last sleeper released it")
+            lock.unlock()
+        }
+    }
+
+    @Test("withLock loses no update and never overlaps with four times as many threads as cores")
+    func noLostUpdatesOversubscribed() async throws {
+        try await offPoolTest { checks in
+            let lock = MutexLock()
+            let sections = OverlapDetector()
+            let threads = 4 * contendingThreads
+            let perThread = 5_000
+            let finished = runOnThreads(threads) { _ in
+                for _ in 0..<perThread {
+                    lock.withLock { sections.section {} }
+                }
+            }
+            checks.expect(finished)
+            checks.expect(sections.overlaps == 0)
+            checks.expect(lock.withLock { sections.count } == threads * perThread)
+        }
+    }
+
     @Test("tryLock fails while another thread holds the lock and succeeds once it is free")
     func tryLock() async throws {
         try await offPoolTest { checks in

@@ -15,7 +15,7 @@ import Darwin
 // The only file of ConcurrencyKit that imports the C library. Everything else that needs it goes through the small
 // `package` wrappers below, so the import ladder and the platform differences are written once.
 
-/// The C library's mutex type, for storage that ``LockCore`` allocates.
+/// The C library's mutex type: ``ConditionCore``'s, and ``RawMutex``'s except on Linux.
 @usableFromInline
 package typealias CMutex = pthread_mutex_t
 
@@ -29,7 +29,8 @@ package typealias CThreadKey = pthread_key_t
 
 /// Thin wrappers over the C library calls that ConcurrencyKit makes.
 ///
-/// The mutex calls are `@inlinable` and always inlined: the optimized lock path is exactly the C call it wraps.
+/// The mutex calls are `@inlinable` and always inlined: where ``RawMutex`` is a `pthread_mutex_t`, the optimized lock
+/// path is exactly the C call it wraps.
 @usableFromInline
 package enum CLibrary {
     /// The error a try-lock returns when the mutex is taken.
@@ -97,11 +98,6 @@ package enum CLibrary {
     /// `pthread_cond_signal`.
     package static func signal(_ condition: UnsafeMutablePointer<CCondition>) -> Int32 {
         pthread_cond_signal(condition)
-    }
-
-    /// `pthread_cond_broadcast`.
-    package static func broadcast(_ condition: UnsafeMutablePointer<CCondition>) -> Int32 {
-        pthread_cond_broadcast(condition)
     }
 
     /// `pthread_cond_wait`.

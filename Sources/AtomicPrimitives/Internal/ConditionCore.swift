@@ -1,10 +1,18 @@
 import Dispatch
 
-/// A heap-allocated `pthread_cond_t` for ``CountingSemaphore``, timed against the monotonic clock.
+/// A heap-allocated `pthread_mutex_t` and `pthread_cond_t`, timed against the monotonic clock: where a
+/// ``ParkedThread`` sleeps until its grant wakes it.
+///
+/// Outside the lock-order graph and schedule chaos, as the diagnostics' own locks are.
 package struct ConditionCore: ~Copyable {
+    let mutex: UnsafeMutablePointer<CMutex>
     let condition: UnsafeMutablePointer<CCondition>
 
     package init() {
+        self.mutex = .allocate(capacity: 1)
+        self.mutex.initialize(to: CMutex())
+        let locked = CLibrary.initialize(self.mutex)
+        guarantee(locked == 0, "pthread_mutex_init failed with error \(locked)")
         self.condition = .allocate(capacity: 1)
         self.condition.initialize(to: CCondition())
         let result = CLibrary.initialize(self.condition)
@@ -16,6 +24,22 @@ package struct ConditionCore: ~Copyable {
         guarantee(result == 0, "pthread_cond_destroy failed with error \(result)")
         self.condition.deinitialize(count: 1)
         self.condition.deallocate()
+        let unlocked = CLibrary.destroy(self.mutex)
+        guarantee(unlocked == 0, "pthread_mutex_destroy failed with error \(unlocked)")
+        self.mutex.deinitialize(count: 1)
+        self.mutex.deallocate()
+    }
+
+    /// Takes the mutex.
+    package func lock() {
+        let result = CLibrary.lock(self.mutex)
+        guarantee(result == 0, "pthread_mutex_lock failed with error \(result)")
+    }
+
+    /// Releases the mutex, which the calling thread holds.
+    package func unlock() {
+        let result = CLibrary.unlock(self.mutex)
+        guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
     }
 
     /// Wakes one waiting thread, if any.
@@ -24,22 +48,17 @@ package struct ConditionCore: ~Copyable {
         guarantee(result == 0, "pthread_cond_signal failed with error \(result)")
     }
 
-    /// Wakes every waiting thread.
-    package func broadcast() {
-        let result = CLibrary.broadcast(self.condition)
-        guarantee(result == 0, "pthread_cond_broadcast failed with error \(result)")
-    }
-
-    /// Waits for a signal, releasing `mutex` meanwhile; `false` if `deadline` (uptime nanoseconds) passed first.
-    func wait(releasing mutex: UnsafeMutablePointer<CMutex>, untilUptimeNanoseconds deadline: UInt64) -> Bool {
+    /// Waits for a signal, releasing the mutex, which the calling thread holds, meanwhile and holding it again on
+    /// return; `false` if `deadline` (uptime nanoseconds) passed first, `true` if signalled (or woken spuriously).
+    package func wait(untilUptimeNanoseconds deadline: UInt64) -> Bool {
         guard deadline != .max else {
-            let result = CLibrary.wait(self.condition, releasing: mutex)
+            let result = CLibrary.wait(self.condition, releasing: self.mutex)
             guarantee(result == 0, "pthread_cond_wait failed with error \(result)")
             return true
         }
         let now = DispatchTime.now().uptimeNanoseconds
         guard deadline > now else { return false }
-        let result = CLibrary.wait(self.condition, releasing: mutex, forNanoseconds: deadline - now)
+        let result = CLibrary.wait(self.condition, releasing: self.mutex, forNanoseconds: deadline - now)
         guarantee(
             result == 0 || result == CLibrary.timedOut,
             "pthread_cond_timedwait failed with error \(result)"

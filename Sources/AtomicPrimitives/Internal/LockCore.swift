@@ -1,7 +1,7 @@
 import Synchronization
 
-/// The mutex behind ``MutexLock`` and ``AtomicBox``: a `pthread_mutex_t`, its owner and, for a box, the value, in one
-/// heap block.
+/// The mutex behind ``MutexLock`` and ``AtomicBox``: a ``RawMutex`` (a futex word on Linux, a `pthread_mutex_t`
+/// elsewhere), its owner and, for a box, the value, in one heap block.
 ///
 /// The block never moves (never `&self.storedMutex`, which is valid for one call only): the mutex at its start, the
 /// owner after it, then the payload the lock guards, if any (``AtomicBox``'s value). Everything a holder writes is in
@@ -20,7 +20,7 @@ import Synchronization
 package struct LockCore: ~Copyable {
     /// The start of the block: the mutex.
     @usableFromInline
-    let mutex: UnsafeMutablePointer<CMutex>
+    let mutex: RawMutex
 
     /// The name the lock was given, for the wait report; `nil` for none.
     package let name: String?
@@ -90,7 +90,7 @@ package struct LockCore: ~Copyable {
     @inlinable
     static var ownerOffset: Int {
         let alignment = MemoryLayout<Atomic<UInt>>.alignment
-        return (MemoryLayout<CMutex>.size + alignment - 1) & ~(alignment - 1)
+        return (RawMutex.size + alignment - 1) & ~(alignment - 1)
     }
 
     /// Where the owner's site sits in the block: after the owner.
@@ -101,8 +101,8 @@ package struct LockCore: ~Copyable {
 
     /// Where a payload with `alignment` sits in the block: after the owner's site.
     ///
-    /// With glibc's 40-byte mutex, a
-    /// payload of up to 8 bytes still shares the first cache line with the lock.
+    /// A payload of up to 40 bytes shares the first cache line with the lock on Linux; of up to 8 bytes, with a
+    /// 40-byte `pthread_mutex_t`.
     @inlinable
     static func payloadOffset(alignment: Int) -> Int {
         (Self.siteOffset + MemoryLayout<Atomic<UInt>>.size + alignment - 1) & ~(alignment - 1)
@@ -112,31 +112,27 @@ package struct LockCore: ~Copyable {
     private static var cacheLine: Int { 64 }
 
     /// Allocates the block with an initialized mutex, an owner of 0 and room for `payload`.
-    private static func makeBlock(_ payload: PayloadLayout) -> UnsafeMutablePointer<CMutex> {
-        let alignment = max(Self.cacheLine, MemoryLayout<CMutex>.alignment, payload.alignment)
+    private static func makeBlock(_ payload: PayloadLayout) -> RawMutex {
+        let alignment = max(Self.cacheLine, RawMutex.alignment, payload.alignment)
         let end = Self.payloadOffset(alignment: payload.alignment) + payload.size
         let size = (end + Self.cacheLine - 1) & ~(Self.cacheLine - 1)
         let block = UnsafeMutableRawPointer.allocate(byteCount: size, alignment: alignment)
         let owner = (block + Self.ownerOffset).bindMemory(to: Atomic<UInt>.self, capacity: 2)
         owner.initialize(to: Atomic(0))
         (owner + 1).initialize(to: Atomic(PackedSite.none))
-        let mutex = block.bindMemory(to: CMutex.self, capacity: 1)
-        mutex.initialize(to: CMutex())
-        let result = CLibrary.initialize(mutex)
-        guarantee(result == 0, "pthread_mutex_init failed with error \(result)")
-        return mutex
+        return RawMutex.initialize(at: block)
     }
 
     /// The thread that holds the mutex, 0 for none, in the block beside it.
     @inlinable
     var owner: UnsafeMutablePointer<Atomic<UInt>> {
-        (UnsafeMutableRawPointer(self.mutex) + Self.ownerOffset).assumingMemoryBound(to: Atomic<UInt>.self)
+        (self.mutex.address + Self.ownerOffset).assumingMemoryBound(to: Atomic<UInt>.self)
     }
 
     /// Where the owner took the mutex, a ``PackedSite``, in the block after the owner: for the wait report.
     @inlinable
     var ownerSite: UnsafeMutablePointer<Atomic<UInt>> {
-        (UnsafeMutableRawPointer(self.mutex) + Self.siteOffset).assumingMemoryBound(to: Atomic<UInt>.self)
+        (self.mutex.address + Self.siteOffset).assumingMemoryBound(to: Atomic<UInt>.self)
     }
 
     /// How the wait report names the lock of an object `owner` of type `type`.
@@ -168,7 +164,7 @@ package struct LockCore: ~Copyable {
     package func payload<Payload>(_ type: Payload.Type) -> UnsafeMutablePointer<Payload> {
         let offset = Self.payloadOffset(alignment: MemoryLayout<Payload>.alignment)
         // Binding compiles to nothing; it tells the optimizer what the bytes hold, also before the first initialize.
-        return (UnsafeMutableRawPointer(self.mutex) + offset).bindMemory(to: Payload.self, capacity: 1)
+        return (self.mutex.address + offset).bindMemory(to: Payload.self, capacity: 1)
     }
 
     deinit {
@@ -178,15 +174,9 @@ package struct LockCore: ~Copyable {
         }
         #endif
         // Releasing a lock that is still held is allowed: nobody else can reach it any more.
-        if self.owner.pointee.load(ordering: .relaxed) != 0 {
-            let result = CLibrary.unlock(self.mutex)
-            guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
-        }
-        let result = CLibrary.destroy(self.mutex)
-        guarantee(result == 0, "pthread_mutex_destroy failed with error \(result)")
+        self.mutex.destroy(held: self.owner.pointee.load(ordering: .relaxed) != 0)
         self.owner.deinitialize(count: 2)
-        self.mutex.deinitialize(count: 1)
-        UnsafeMutableRawPointer(self.mutex).deallocate()
+        self.mutex.address.deallocate()
     }
 
     /// How a re-entry trap names the lock, after its type: its name and where it was made, then where the calling
@@ -238,7 +228,7 @@ package struct LockCore: ~Copyable {
         }
         #endif
         // The free mutex is taken by the try; only a thread that has to wait records its wait.
-        if CLibrary.tryLock(self.mutex) != 0 {
+        if !self.mutex.tryLock() {
             Self.lockWaiting(self.mutex, at: PackedSite.pack(file: file, line: line), reporting: waiting)
         }
         self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
@@ -277,19 +267,17 @@ package struct LockCore: ~Copyable {
     @usableFromInline
     @inline(never)
     static func lockWaiting(
-        _ mutex: UnsafeMutablePointer<CMutex>,
+        _ mutex: RawMutex,
         at site: UInt,
         reporting waiting: (target: UnsafeRawPointer, call: Call)?
     ) {
-        let result: Int32
         if let waiting {
-            result = WaitRecords.whileParked(at: waiting.target, api: waiting.call.api, site: site) {
-                CLibrary.lock(mutex)
+            WaitRecords.whileParked(at: waiting.target, api: waiting.call.api, site: site) {
+                mutex.lockAfterFailedTry()
             }
         } else {
-            result = CLibrary.lock(mutex)
+            mutex.lockAfterFailedTry()
         }
-        guarantee(result == 0, "pthread_mutex_lock failed with error \(result)")
     }
 
     /// Takes the mutex if it is free and returns whether it did; never waits, so it adds no lock-order edge.
@@ -300,11 +288,7 @@ package struct LockCore: ~Copyable {
     /// - Returns: Whether the calling thread now holds the mutex.
     @inlinable
     package func tryLock(file: StaticString = #fileID, line: UInt = #line) -> Bool {
-        let attempt = CLibrary.tryLock(self.mutex)
-        guard attempt == 0 else {
-            guarantee(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
-            return false
-        }
+        guard self.mutex.tryLock() else { return false }
         self.ownerSite.pointee.store(PackedSite.pack(file: file, line: line), ordering: .releasing)
         self.owner.pointee.store(currentThreadID(), ordering: .releasing)
         #if DEBUG
@@ -325,8 +309,7 @@ package struct LockCore: ~Copyable {
         }
         #endif
         self.owner.pointee.store(0, ordering: .relaxed)
-        let result = CLibrary.unlock(self.mutex)
-        guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
+        self.mutex.unlock()
         #if DEBUG
         if observed {
             LockOrderChecker.lockDidRelease()
@@ -349,31 +332,9 @@ package struct LockCore: ~Copyable {
         self.owner.pointee.load(ordering: .relaxed) == currentThreadID()
     }
 
-    /// Whether anyone holds the mutex at this instant: a try-lock probe, released at once if it succeeded.
+    /// Whether anyone holds the mutex at this instant.
     package var isLocked: Bool {
-        let attempt = CLibrary.tryLock(self.mutex)
-        guard attempt == 0 else {
-            guarantee(attempt == CLibrary.busy, "pthread_mutex_trylock failed with error \(attempt)")
-            return true
-        }
-        let result = CLibrary.unlock(self.mutex)
-        guarantee(result == 0, "pthread_mutex_unlock failed with error \(result)")
-        return false
-    }
-
-    /// Releases the mutex while waiting on `condition`, and holds it again on return.
-    ///
-    /// The lock-order records keep the lock as held meanwhile: the thread takes it back before it does anything
-    /// else, and that re-acquisition adds no order the first acquisition did not.
-    /// - Parameters:
-    ///   - condition: The condition to wait on.
-    ///   - deadline: A `DispatchTime.uptimeNanoseconds` value; `UInt64.max` waits without a limit.
-    /// - Returns: `false` if the deadline passed, `true` if the condition was signalled (or woke spuriously).
-    package func wait(on condition: borrowing ConditionCore, untilUptimeNanoseconds deadline: UInt64) -> Bool {
-        let thread = self.owner.pointee.load(ordering: .relaxed)
-        self.owner.pointee.store(0, ordering: .relaxed)
-        defer { self.owner.pointee.store(thread, ordering: .relaxed) }
-        return condition.wait(releasing: self.mutex, untilUptimeNanoseconds: deadline)
+        self.mutex.isLocked
     }
 }
 

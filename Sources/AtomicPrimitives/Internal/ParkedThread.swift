@@ -179,15 +179,14 @@ package final class ParkedThread: @unchecked Sendable {
 
     /// Where a waiter sleeps: a mutex and a condition of its own, so that a wake-up reaches exactly this thread.
     private final class Bed {
-        private let core = LockCore(unobserved: ())
         private let condition = ConditionCore()
 
         /// Sleeps until `isGranted` holds or the deadline passes; `true` when granted, `nil` when the deadline passed.
         func sleep(until deadline: UInt64, isGranted: () -> Bool) -> Bool? {
-            self.core.lock(onReentry: { Self.trapReentry() })
-            defer { self.core.unlock() }
+            self.condition.lock()
+            defer { self.condition.unlock() }
             while !isGranted() {
-                if !self.core.wait(on: self.condition, untilUptimeNanoseconds: deadline) && !isGranted() {
+                if !self.condition.wait(untilUptimeNanoseconds: deadline) && !isGranted() {
                     return nil
                 }
             }
@@ -196,14 +195,10 @@ package final class ParkedThread: @unchecked Sendable {
 
         /// Wakes the sleeper, whose grant is already published.
         func wake() {
-            // Taking the lock orders the wake-up after the sleeper's last look.
-            self.core.lock(onReentry: { Self.trapReentry() })
+            // Taking the mutex orders the wake-up after the sleeper's last look.
+            self.condition.lock()
             self.condition.signal()
-            self.core.unlock()
-        }
-
-        static func trapReentry() -> Never {
-            halt("ParkedThread: internal lock re-entered; this is a bug in ConcurrencyKit.")
+            self.condition.unlock()
         }
     }
 }

@@ -1,10 +1,11 @@
 // The per-thread records of ConcurrencyKit's lock-order checker (debug builds): the locks a thread holds and the
-// orders it has already seen; also the wait report's records (WaitThread.c) and the processor count the spin policy
-// uses (Processors.c). They are in C because a debug build does not optimize Swift, and this path runs on
-// every acquisition of every observed lock: thread-local storage, plain structs and no reference counting keep it to
-// a few dozen instructions. None of this file is API: AtomicPrimitives uses it, and DispatchKit reads one switch of
-// the wait records (`ck_wait_records_syncs`). (`ck_thread_self`, below, is inlined wherever AtomicPrimitives'
-// inlinable code is, so clients compile it too, and call `ck_thread_self_call`.)
+// orders it has already seen; also the wait report's records (WaitThread.c), the processor count the spin policy
+// uses (Processors.c) and the futex calls under the lock word on Linux (Futex.c). The records are in C because a
+// debug build does not optimize Swift, and this path runs on every acquisition of every observed lock: thread-local
+// storage, plain structs and no reference counting keep it to a few dozen instructions. None of this file is API:
+// AtomicPrimitives uses it, and DispatchKit reads one switch of the wait records (`ck_wait_records_syncs`).
+// (`ck_thread_self`, below, is inlined wherever AtomicPrimitives' inlinable code is, so clients compile it too, and
+// call `ck_thread_self_call`.)
 
 #ifndef CONCURRENCYKIT_C_SHIMS_H
 #define CONCURRENCYKIT_C_SHIMS_H
@@ -159,6 +160,16 @@ void ck_wait_visit(void *_Nullable context, ck_wait_visitor _Nonnull visitor);
 /// Writes the name of the thread with the kernel ID `kernelThread` into `buffer`; false if it has none, it has exited,
 /// or the platform does not say.
 bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t size);
+
+#if defined(__linux__)
+/// Sleeps while the 32-bit `word` holds `expected` (a private `FUTEX_WAIT`), until a ``ck_futex_wake_one(_:)`` on it
+/// or a spurious wake-up; returns at once if the word holds something else. The caller looks at the word again.
+/// ``LockCore``'s lock word on Linux (Futex.c).
+void ck_futex_wait(void *_Nonnull word, uint32_t expected);
+
+/// Wakes one thread sleeping in ``ck_futex_wait(_:_:)`` on `word`, if any.
+void ck_futex_wake_one(void *_Nonnull word);
+#endif
 
 /// How many processors the process may run on, at least 1: on Linux the CPUs of its main thread's affinity mask (what
 /// `taskset` or a container's cpuset leaves it; a CPU quota such as Docker's `--cpus` leaves the mask whole, and is

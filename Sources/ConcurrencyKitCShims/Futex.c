@@ -1,0 +1,24 @@
+#include "ConcurrencyKitCShims.h"
+
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+
+// The futex operations by number: musl ships no <linux/futex.h>. Private: the word is never shared between
+// processes, so the kernel may key the wait by address alone.
+enum { ck_futex_wait_private = 0 | 128, ck_futex_wake_private = 1 | 128 };
+
+// 32-bit targets whose only futex call takes a 64-bit time name it `SYS_futex_time64`; no timeout is passed here.
+#if !defined(SYS_futex) && defined(SYS_futex_time64)
+#define SYS_futex SYS_futex_time64
+#endif
+
+void ck_futex_wait(void *word, uint32_t expected) {
+    // EAGAIN (the word changed first) and EINTR are ordinary: the caller looks at the word again either way.
+    syscall(SYS_futex, word, ck_futex_wait_private, expected, NULL, NULL, 0);
+}
+
+void ck_futex_wake_one(void *word) {
+    syscall(SYS_futex, word, ck_futex_wake_private, 1, NULL, NULL, 0);
+}
+#endif
