@@ -136,8 +136,9 @@ public final class AtomicBox<Value> {
 
     /// Whether some thread is inside ``mutate(file:line:_:)`` or reading ``value`` at this instant.
     ///
-    /// This is a try-lock probe: it is `true` from inside the box's own `mutate` closure too. The answer can be out
-    /// of date as soon as it is returned; use it for diagnostics and assertions, not to decide whether to lock.
+    /// This is a probe of the lock (one load of its word on Linux, a try-lock elsewhere) that never waits: it is
+    /// `true` from inside the box's own `mutate` closure too. The answer can be out of date as soon as it is returned;
+    /// use it for diagnostics and assertions, not to decide whether to lock.
     public var isMutating: Bool {
         self._core.isLocked
     }

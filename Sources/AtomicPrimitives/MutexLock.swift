@@ -1,9 +1,11 @@
-/// A non-recursive mutual-exclusion lock built on `pthread_mutex_t`.
+/// A non-recursive mutual-exclusion lock: on Linux a futex word that behaves as glibc's `pthread_mutex_t`, elsewhere a
+/// `pthread_mutex_t`.
 ///
 /// `MutexLock` is the lock every other type in ConcurrencyKit stands on. The mutex lives at a stable heap address
-/// for the whole life of the object, every pthread call is checked, and the uncontended path is one
-/// `pthread_mutex_lock` between a relaxed atomic load and store of the owner. Prefer ``withLock(file:line:_:)``, which
-/// cannot forget to unlock:
+/// for the whole life of the object. On Linux the uncontended path is one compare-exchange to take it and one exchange
+/// to release it, inlined into the caller, beside a relaxed check and store of the owner; a thread that finds it held
+/// sleeps in the kernel until a release wakes it, as with glibc's default mutex (no spinning, no fairness promised).
+/// Elsewhere every pthread call is checked. Prefer ``withLock(file:line:_:)``, which cannot forget to unlock:
 ///
 /// ```swift
 /// import AtomicPrimitives
@@ -145,7 +147,7 @@ public final class MutexLock {
     }
 }
 
-// Safety: the only state is the pthread mutex and its atomic owner, both made for use from any thread.
+// Safety: the only state is the mutex and its atomic owner, both made for use from any thread.
 extension MutexLock: @unchecked Sendable {}
 
 extension MutexLock: WaitTarget {
