@@ -1,3 +1,5 @@
+// `_GNU_SOURCE` for `syscall`, which glibc and musl declare only with it (or in their default GNU dialect).
+#define _GNU_SOURCE
 #include "ConcurrencyKitCShims.h"
 
 #if defined(__linux__)
