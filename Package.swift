@@ -35,7 +35,8 @@ let package = Package(
     ],
     targets: [
         // The lock-order checker's and the wait report's per-thread records, in C (see LockOrderThread, WaitThread),
-        // and the processor count the spin policy uses (Processors).
+        // the processor count the spin policy uses (Processors) and the futex calls under the lock word on Linux
+        // (Futex).
         .target(name: "ConcurrencyKitCShims"),
         .target(name: "AtomicPrimitives", dependencies: ["ConcurrencyKitCShims"], swiftSettings: swiftSettings),
         .target(

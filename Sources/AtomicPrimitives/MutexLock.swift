@@ -5,9 +5,9 @@
 /// for the whole life of the object. On Linux the uncontended path is one compare-exchange to take it and one exchange
 /// to release it, inlined into the caller, beside a relaxed check and store of the owner; a thread that finds it held
 /// sleeps in the kernel until a release wakes it, as with glibc's default mutex (no spinning, no fairness promised).
-/// Tools that hook `pthread_mutex_lock`, such as mutrace or Helgrind, do not see it on Linux; ThreadSanitizer does,
-/// through the word's atomics. Elsewhere every pthread call is checked. Prefer ``withLock(file:line:_:)``, which
-/// cannot forget to unlock:
+/// Tools that hook `pthread_mutex_lock`, such as mutrace or Helgrind, do not see it on Linux; ThreadSanitizer orders
+/// through the word's atomics but does not know it as a mutex. Elsewhere every pthread call is checked. Prefer
+/// ``withLock(file:line:_:)``, which cannot forget to unlock:
 ///
 /// ```swift
 /// import AtomicPrimitives

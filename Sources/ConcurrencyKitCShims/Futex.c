@@ -3,6 +3,7 @@
 #include "ConcurrencyKitCShims.h"
 
 #if defined(__linux__)
+#include <errno.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -15,12 +16,13 @@ enum { ck_futex_wait_private = 0 | 128, ck_futex_wake_private = 1 | 128 };
 #define SYS_futex SYS_futex_time64
 #endif
 
-void ck_futex_wait(void *word, uint32_t expected) {
+int ck_futex_wait(void *word, uint32_t expected) {
+    if (syscall(SYS_futex, word, ck_futex_wait_private, expected, NULL, NULL, 0) == 0) return 0;
     // EAGAIN (the word changed first) and EINTR are ordinary: the caller looks at the word again either way.
-    syscall(SYS_futex, word, ck_futex_wait_private, expected, NULL, NULL, 0);
+    return errno == EAGAIN || errno == EINTR ? 0 : errno;
 }
 
-void ck_futex_wake_one(void *word) {
-    syscall(SYS_futex, word, ck_futex_wake_private, 1, NULL, NULL, 0);
+int ck_futex_wake_one(void *word) {
+    return syscall(SYS_futex, word, ck_futex_wake_private, 1, NULL, NULL, 0) == -1 ? errno : 0;
 }
 #endif

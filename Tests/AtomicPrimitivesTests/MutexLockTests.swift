@@ -43,7 +43,7 @@ struct MutexLockTests {
     func everySleeperWakes() async throws {
         try await offPoolTest { checks in
             // A name no other test uses, to find this lock's waits in the process-wide report.
-            let name = "sleepers-\(UInt(bitPattern: ObjectIdentifier(checks).hashValue))"
+            let name = "sleepers-\(UInt(bitPattern: ObjectIdentifier(checks)))"
             let lock = MutexLock(name: name)
             let sections = OverlapDetector()
             let sleepers = 4 * contendingThreads
@@ -56,17 +56,20 @@ struct MutexLockTests {
                     finished.leave()
                 }
             }
-            // Every one of them has found the lock held and is parked on it, so that each release must wake the next.
+            // Every one of them has found the lock held and recorded its wait (nearly all are asleep on it by now), so
+            // that each release must wake the next.
             let parked = waitReport { report in
                 report.waits.count { $0.resource.name == name } == sleepers
             }
             checks.expect(parked != nil, "not all \(sleepers) threads parked on the lock")
             lock.unlock()
-            checks.expect(finished.wait(timeout: deadline()) == .success, "a parked thread was never woken")
+            let woken = finished.wait(timeout: deadline()) == .success
+            guard checks.expect(woken, "a parked thread was never woken") else { return }
             checks.expect(sections.overlaps == 0)
             checks.expect(sections.count == sleepers)
-            checks.expect(lock.tryLock(), "the lock is free after the last sleeper released it")
-            lock.unlock()
+            if checks.expect(lock.tryLock(), "the lock is free after the last sleeper released it") {
+                lock.unlock()
+            }
         }
     }
 
@@ -77,7 +80,7 @@ struct MutexLockTests {
             let sections = OverlapDetector()
             let threads = 4 * contendingThreads
             let perThread = 5_000
-            let finished = runOnThreads(threads) { _ in
+            let finished = runOnThreads(threads, progress: { sections.progress }) { _ in
                 for _ in 0..<perThread {
                     lock.withLock { sections.section {} }
                 }

@@ -9,7 +9,7 @@ import Dispatch
 import Foundation
 import Synchronization
 
-/// An Int guarded by one of our `MutexLock`s, written exactly like `RawMutexCounter`.
+/// An Int guarded by one of our `MutexLock`s, written exactly like `PthreadMutexCounter`.
 final class MutexLockCounter: @unchecked Sendable {  // Safety: `value` is only touched while `lock` is held.
     let lock = MutexLock()
     var value = 0
@@ -84,7 +84,7 @@ final class ContinuationSemaphore: @unchecked Sendable {  // Safety: every var i
 let benchmarks: @Sendable () -> Void = {
     // Uncontended increments.
     Benchmark("baseline pthread_mutex increment", configuration: uncontended) { benchmark in
-        let counter = RawMutexCounter()
+        let counter = PthreadMutexCounter()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.increment() }
         blackHole(counter.value)
@@ -122,7 +122,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // Uncontended reads.
     Benchmark("baseline pthread_mutex read", configuration: uncontended) { benchmark in
-        let counter = RawMutexCounter()
+        let counter = PthreadMutexCounter()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(counter.read()) }
     }
@@ -134,7 +134,7 @@ let benchmarks: @Sendable () -> Void = {
 
     // Two threads contending for one lock.
     Benchmark("baseline pthread_mutex increment 2 threads", configuration: twoThreads) { benchmark in
-        let counter = RawMutexCounter()
+        let counter = PthreadMutexCounter()
         benchmark.startMeasurement()
         onTwoThreads(benchmark.scaledIterations.count) { counter.increment() }
         blackHole(counter.value)

@@ -15,7 +15,7 @@ import Darwin
 /// An Int guarded by a bare heap-allocated pthread mutex: the baseline everything is compared with.
 ///
 /// Its methods are `@inlinable`, so that they inline into each benchmark exactly as our own hot paths do.
-public final class RawMutexCounter: @unchecked Sendable {  // Safety: `value` is only touched while `mutex` is held.
+public final class PthreadMutexCounter: @unchecked Sendable {  // Safety: `value` is only touched while `mutex` is held.
     @usableFromInline let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     /// The guarded value; read it under the mutex, or after every thread has finished.
     public var value = 0

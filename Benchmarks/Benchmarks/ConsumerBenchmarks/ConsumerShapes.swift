@@ -45,7 +45,7 @@ func read(_ stock: SafeValueStock) async -> Int {
 
 /// The same counter behind a bare pthread mutex: the floor.
 ///
-/// Its own class rather than BenchmarkSupport's `RawMutexCounter`, whose public property pays a runtime exclusivity
+/// Its own class rather than BenchmarkSupport's `PthreadMutexCounter`, whose public property pays a runtime exclusivity
 /// check per access: this private one pays none, as a C variable behind a C mutex would not.
 final class PthreadStock: @unchecked Sendable {  // Safety: `value` is only touched while `mutex` is held.
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)

@@ -60,12 +60,12 @@ var batches: Benchmark.Configuration {
 let benchmarks: @Sendable () -> Void = {
     pinToOneCPU()
     Benchmark("baseline pthread_mutex read", configuration: uncontended) { benchmark in
-        let counter = RawMutexCounter()
+        let counter = PthreadMutexCounter()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { blackHole(counter.read()) }
     }
     Benchmark("baseline pthread_mutex increment", configuration: uncontended) { benchmark in
-        let counter = RawMutexCounter()
+        let counter = PthreadMutexCounter()
         benchmark.startMeasurement()
         for _ in benchmark.scaledIterations { counter.increment() }
         blackHole(counter.value)

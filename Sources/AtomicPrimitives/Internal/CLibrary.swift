@@ -33,7 +33,7 @@ package typealias CThreadKey = pthread_key_t
 /// path is exactly the C call it wraps.
 @usableFromInline
 package enum CLibrary {
-    /// The error a try-lock returns when the mutex is taken.
+    /// The error a try-lock returns when the mutex is taken (for ``RawMutex`` off Linux).
     @inlinable
     package static var busy: Int32 { EBUSY }
 
@@ -62,7 +62,7 @@ package enum CLibrary {
         pthread_mutex_lock(mutex)
     }
 
-    /// `pthread_mutex_trylock`.
+    /// `pthread_mutex_trylock` (for ``RawMutex`` off Linux).
     @inlinable
     @inline(__always)
     package static func tryLock(_ mutex: UnsafeMutablePointer<CMutex>) -> Int32 {

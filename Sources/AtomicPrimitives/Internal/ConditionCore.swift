@@ -5,14 +5,16 @@ import Dispatch
 ///
 /// Outside the lock-order graph and schedule chaos, as the diagnostics' own locks are.
 package struct ConditionCore: ~Copyable {
+    /// The mutex the condition releases while a thread waits.
     let mutex: UnsafeMutablePointer<CMutex>
+    /// The condition a sleeper waits on.
     let condition: UnsafeMutablePointer<CCondition>
 
     package init() {
         self.mutex = .allocate(capacity: 1)
         self.mutex.initialize(to: CMutex())
-        let locked = CLibrary.initialize(self.mutex)
-        guarantee(locked == 0, "pthread_mutex_init failed with error \(locked)")
+        let mutexInit = CLibrary.initialize(self.mutex)
+        guarantee(mutexInit == 0, "pthread_mutex_init failed with error \(mutexInit)")
         self.condition = .allocate(capacity: 1)
         self.condition.initialize(to: CCondition())
         let result = CLibrary.initialize(self.condition)
@@ -24,8 +26,8 @@ package struct ConditionCore: ~Copyable {
         guarantee(result == 0, "pthread_cond_destroy failed with error \(result)")
         self.condition.deinitialize(count: 1)
         self.condition.deallocate()
-        let unlocked = CLibrary.destroy(self.mutex)
-        guarantee(unlocked == 0, "pthread_mutex_destroy failed with error \(unlocked)")
+        let mutexDestroy = CLibrary.destroy(self.mutex)
+        guarantee(mutexDestroy == 0, "pthread_mutex_destroy failed with error \(mutexDestroy)")
         self.mutex.deinitialize(count: 1)
         self.mutex.deallocate()
     }

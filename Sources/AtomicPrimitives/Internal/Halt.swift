@@ -32,7 +32,7 @@ package func guarantee(
     line: UInt = #line
 ) {
     // The message is handed over unbuilt: building it here would make every inlined check, such as the result of
-    // `pthread_mutex_unlock` in `MutexLock.unlock()`, too big to be inlined into the caller.
+    // `pthread_mutex_unlock` in `MutexLock.unlock()` off Linux, too big to be inlined into the caller.
     if !condition { halt(building: message, file: file, line: line) }
 }
 

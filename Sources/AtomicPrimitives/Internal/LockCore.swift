@@ -101,8 +101,8 @@ package struct LockCore: ~Copyable {
 
     /// Where a payload with `alignment` sits in the block: after the owner's site.
     ///
-    /// A payload of up to 40 bytes shares the first cache line with the lock on Linux; of up to 8 bytes, with a
-    /// 40-byte `pthread_mutex_t`.
+    /// A payload of up to 40 bytes shares the first cache line with the lock on Linux; none does with Darwin's
+    /// 64-byte `pthread_mutex_t`.
     @inlinable
     static func payloadOffset(alignment: Int) -> Int {
         (Self.siteOffset + MemoryLayout<Atomic<UInt>>.size + alignment - 1) & ~(alignment - 1)

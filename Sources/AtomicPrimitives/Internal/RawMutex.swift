@@ -1,8 +1,7 @@
 import Synchronization
 
 #if os(Linux)
-// Public for `ck_futex_wake_one`, which the inlined `unlock()` calls.
-public import ConcurrencyKitCShims
+internal import ConcurrencyKitCShims
 #endif
 
 /// The mutual exclusion under ``LockCore``, at the start of the lock's block: on Linux a 32-bit futex word, elsewhere
@@ -10,10 +9,12 @@ public import ConcurrencyKitCShims
 ///
 /// On Linux the word is taken and released exactly as glibc takes and releases a default `pthread_mutex_t` (its
 /// `lll_lock`/`lll_unlock`): 0 is free, 1 held, 2 held with threads that may be asleep on it. Taking a free word is one
-/// compare-exchange and releasing it one exchange, both inlined into the caller: no call into the C library, and a
-/// failed take is the exact sign that the thread has to wait, which the wait report records. A releaser that finds 2
-/// wakes one sleeper, which marks the word 2 again as it takes it, so that a later release wakes the next. Nobody
-/// spins, as in glibc: contended, it behaves as the `pthread_mutex_t` it replaces.
+/// compare-exchange and releasing it one exchange, both inlined into the caller: no call into the C library. A failed
+/// take is the sign that the thread may have to sleep, and the wait report records it from there (a thread whose
+/// first swap finds the word free after all is listed for that instant only). A releaser that finds 2 wakes one
+/// sleeper, which marks the word 2 again as it takes it, so that a later release wakes the next. Nobody spins, as in
+/// glibc: contended, it behaves as the `pthread_mutex_t` it replaces. A futex call that fails other than as the
+/// protocol expects traps, as glibc's does.
 ///
 /// Elsewhere the try is `pthread_mutex_trylock` and the wait `pthread_mutex_lock`.
 @usableFromInline
@@ -21,11 +22,6 @@ package struct RawMutex {
     /// Where the mutex lives: the start of its owner's block, which never moves.
     @usableFromInline
     let address: UnsafeMutableRawPointer
-
-    @usableFromInline
-    init(address: UnsafeMutableRawPointer) {
-        self.address = address
-    }
 
     #if os(Linux)
     /// The bytes the mutex takes.
@@ -70,22 +66,35 @@ package struct RawMutex {
 
     /// Takes the mutex, which a failed ``tryLock()`` found held: sleeps until a release wakes the thread, then marks
     /// the word contended as it takes it, because other sleepers may remain.
-    @usableFromInline
     func lockAfterFailedTry() {
         if self.word.pointee.load(ordering: .relaxed) == Self.contended {
-            ck_futex_wait(self.address, Self.contended)
+            self.sleep()
         }
         while self.word.pointee.exchange(Self.contended, ordering: .acquiring) != Self.free {
-            ck_futex_wait(self.address, Self.contended)
+            self.sleep()
         }
+    }
+
+    /// Sleeps while the word is contended, or until woken.
+    private func sleep() {
+        let error = ck_futex_wait(self.address, Self.contended)
+        guarantee(error == 0, "MutexLock: futex wait failed with error \(error)")
     }
 
     /// Releases the mutex, which the calling thread holds; wakes one sleeper if the word says there may be one.
     @inlinable
     func unlock() {
         if self.word.pointee.exchange(Self.free, ordering: .releasing) == Self.contended {
-            ck_futex_wake_one(self.address)
+            self.wake()
         }
+    }
+
+    /// Wakes one thread asleep on the word: out of line, so that the inlined ``unlock()`` stays small.
+    @usableFromInline
+    @inline(never)
+    func wake() {
+        let error = ck_futex_wake_one(self.address)
+        guarantee(error == 0, "MutexLock: futex wake failed with error \(error)")
     }
 
     /// Whether anyone holds the mutex at this instant.
@@ -138,7 +147,6 @@ package struct RawMutex {
     }
 
     /// Takes the mutex, which a failed ``tryLock()`` found held.
-    @usableFromInline
     func lockAfterFailedTry() {
         let result = CLibrary.lock(self.mutex)
         guarantee(result == 0, "pthread_mutex_lock failed with error \(result)")

@@ -5,9 +5,9 @@ import Dispatch
 ///
 /// A thread records its wait only once it parks (a semaphore's waiter after it has watched its grant for a while, a
 /// lock after its try to take it failed), with a few plain stores into its own record (``ck_wait_begin``); nothing
-/// is recorded on an uncontended path. A report reads every thread's record without stopping it: a thread that ends its wait
-/// while the report reads that wait waits for the read to end, a few stores' time, so that the target the report
-/// looks at stays alive.
+/// is recorded on an uncontended path. A report reads every thread's record without stopping it: a thread that ends
+/// its wait while the report reads that wait waits for the read to end, a few stores' time, so that the target the
+/// report looks at stays alive.
 package enum WaitRecords {
     /// Runs `wait`, recorded as the calling thread's wait on `target`, made by the public call `call`.
     ///

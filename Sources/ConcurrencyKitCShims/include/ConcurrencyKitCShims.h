@@ -164,11 +164,12 @@ bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t si
 #if defined(__linux__)
 /// Sleeps while the 32-bit `word` holds `expected` (a private `FUTEX_WAIT`), until a ``ck_futex_wake_one(_:)`` on it
 /// or a spurious wake-up; returns at once if the word holds something else. The caller looks at the word again.
-/// ``LockCore``'s lock word on Linux (Futex.c).
-void ck_futex_wait(void *_Nonnull word, uint32_t expected);
+/// For ``RawMutex``'s lock word, under ``LockCore``, on Linux (Futex.c). Returns 0, or the error of a failed call
+/// other than `EAGAIN` and `EINTR`.
+int ck_futex_wait(void *_Nonnull word, uint32_t expected);
 
-/// Wakes one thread sleeping in ``ck_futex_wait(_:_:)`` on `word`, if any.
-void ck_futex_wake_one(void *_Nonnull word);
+/// Wakes one thread sleeping in ``ck_futex_wait(_:_:)`` on `word`, if any. Returns 0, or the error of a failed call.
+int ck_futex_wake_one(void *_Nonnull word);
 #endif
 
 /// How many processors the process may run on, at least 1: on Linux the CPUs of its main thread's affinity mask (what
