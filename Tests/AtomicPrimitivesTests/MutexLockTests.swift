@@ -63,7 +63,8 @@ struct MutexLockTests {
             }
             checks.expect(parked != nil, "not all \(sleepers) threads parked on the lock")
             lock.unlock()
-            let woken = finished.wait(timeout: deadline()) == .success
+            // Within the stall limit, so that a lost wake-up fails here, before the suite's time limit.
+            let woken = finished.wait(timeout: deadline(stallSeconds)) == .success
             guard checks.expect(woken, "a parked thread was never woken") else { return }
             checks.expect(sections.overlaps == 0)
             checks.expect(sections.count == sleepers)
@@ -85,7 +86,7 @@ struct MutexLockTests {
                     lock.withLock { sections.section {} }
                 }
             }
-            checks.expect(finished)
+            guard checks.expect(finished, "the hammer stalled") else { return }
             checks.expect(sections.overlaps == 0)
             checks.expect(lock.withLock { sections.count } == threads * perThread)
         }

@@ -5,9 +5,9 @@ import Synchronization
 ///
 /// The block never moves (never `&self.storedMutex`, which is valid for one call only): the mutex at its start, the
 /// owner after it, then the payload the lock guards, if any (``AtomicBox``'s value). Everything a holder writes is in
-/// that block, a cache line for a small value, as `NIOLockedValueBox` keeps its value beside its lock; the struct itself,
-/// stored in the owning object, is never written after `init`, so that threads waiting for the lock do not pull the
-/// holder's line away by reading it.
+/// that block, a cache line for a small value, as `NIOLockedValueBox` keeps its value beside its lock; the struct
+/// itself, stored in the owning object, is never written after `init`, so that threads waiting for the lock do not
+/// pull the holder's line away by reading it.
 ///
 /// The owner is recorded after locking and cleared before unlocking, with relaxed atomics: one load and one store to
 /// lock, one store to unlock. Before locking, the owner is compared with the caller's thread ID, so that re-entry (a

@@ -13,8 +13,8 @@ internal import ConcurrencyKitCShims
 /// take is the sign that the thread may have to sleep, and the wait report records it from there (a thread whose
 /// first swap finds the word free after all is listed for that instant only). A releaser that finds 2 wakes one
 /// sleeper, which marks the word 2 again as it takes it, so that a later release wakes the next. Nobody spins, as in
-/// glibc: contended, it behaves as the `pthread_mutex_t` it replaces. A futex call that fails other than as the
-/// protocol expects traps, as glibc's does.
+/// glibc: contended, it behaves as the `pthread_mutex_t` it replaces. A futex wait that fails other than with `EAGAIN`
+/// or `EINTR` traps, as glibc's does.
 ///
 /// Elsewhere the try is `pthread_mutex_trylock` and the wait `pthread_mutex_lock`.
 @usableFromInline
@@ -78,7 +78,7 @@ package struct RawMutex {
     /// Sleeps while the word is contended, or until woken.
     private func sleep() {
         let error = ck_futex_wait(self.address, Self.contended)
-        guarantee(error == 0, "MutexLock: futex wait failed with error \(error)")
+        guarantee(error == 0, "ConcurrencyKit lock: futex wait failed with error \(error)")
     }
 
     /// Releases the mutex, which the calling thread holds; wakes one sleeper if the word says there may be one.
@@ -93,8 +93,7 @@ package struct RawMutex {
     @usableFromInline
     @inline(never)
     func wake() {
-        let error = ck_futex_wake_one(self.address)
-        guarantee(error == 0, "MutexLock: futex wake failed with error \(error)")
+        ck_futex_wake_one(self.address)
     }
 
     /// Whether anyone holds the mutex at this instant.

@@ -168,8 +168,8 @@ bool ck_wait_thread_name(uint64_t kernelThread, char *_Nonnull buffer, size_t si
 /// other than `EAGAIN` and `EINTR`.
 int ck_futex_wait(void *_Nonnull word, uint32_t expected);
 
-/// Wakes one thread sleeping in ``ck_futex_wait(_:_:)`` on `word`, if any. Returns 0, or the error of a failed call.
-int ck_futex_wake_one(void *_Nonnull word);
+/// Wakes one thread sleeping in ``ck_futex_wait(_:_:)`` on `word`, if any; errors are ignored, as glibc does.
+void ck_futex_wake_one(void *_Nonnull word);
 #endif
 
 /// How many processors the process may run on, at least 1: on Linux the CPUs of its main thread's affinity mask (what
